@@ -1,0 +1,303 @@
+package lease
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// FormatVersion is the store format this build writes. A store recording a
+// newer format is refused for writing (store_format_unsupported).
+const FormatVersion = 1
+
+// Status values.
+const (
+	GoalActive   = "active"
+	GoalArchived = "archived"
+
+	HandoffSoftClaim = "soft_claim"
+	HandoffHardLease = "hard_lease"
+
+	AgentRegistered   = "registered"
+	AgentUnregistered = "unregistered"
+
+	RoleAgent        = "agent"
+	RoleOrchestrator = "orchestrator"
+
+	TodoOpen       = "open"
+	TodoDone       = "done"
+	TodoSuperseded = "superseded"
+
+	LeaseActive   = "active"
+	LeaseReleased = "released"
+)
+
+// Lifecycle authorities an orchestrator can hold over claimed todos.
+var LifecycleAuthorities = []string{"complete", "update", "supersede", "reassign"}
+
+// Priorities, highest first.
+var Priorities = []string{"P0", "P1", "P2", "P3", "P4"}
+
+// DefaultPriority is given to todos added without --priority.
+const DefaultPriority = "P2"
+
+// StoreMeta is the root record (loopx.yaml).
+type StoreMeta struct {
+	FormatVersion int       `yaml:"format_version" json:"format_version"`
+	CreatedAt     time.Time `yaml:"created_at" json:"created_at"`
+}
+
+// Goal is a unit of coordinated work.
+type Goal struct {
+	ID          string    `yaml:"goal_id" json:"goal_id"`
+	Title       string    `yaml:"title" json:"title"`
+	Status      string    `yaml:"status" json:"status"`
+	HandoffMode string    `yaml:"handoff_mode" json:"handoff_mode"`
+	CreatedBy   string    `yaml:"created_by,omitempty" json:"created_by,omitempty"`
+	CreatedAt   time.Time `yaml:"created_at" json:"created_at"`
+	UpdatedAt   time.Time `yaml:"updated_at" json:"updated_at"`
+}
+
+// Agent is an agent's registration in one goal.
+type Agent struct {
+	ID                 string    `yaml:"agent_id" json:"agent_id"`
+	Role               string    `yaml:"role" json:"role"`
+	LifecycleAuthority []string  `yaml:"lifecycle_authority,omitempty" json:"lifecycle_authority"`
+	RequiresReason     bool      `yaml:"requires_reason,omitempty" json:"requires_reason"`
+	Status             string    `yaml:"status" json:"status"`
+	RegisteredAt       time.Time `yaml:"registered_at" json:"registered_at"`
+	UpdatedAt          time.Time `yaml:"updated_at" json:"updated_at"`
+}
+
+// Registered reports whether the agent is currently registered.
+func (a *Agent) Registered() bool { return a != nil && a.Status == AgentRegistered }
+
+// NoteFacts are the todo facts a continuation note was written against.
+type NoteFacts struct {
+	ClaimedBy  string `yaml:"claimed_by,omitempty" json:"claimed_by,omitempty"`
+	LeaseOwner string `yaml:"lease_owner,omitempty" json:"lease_owner,omitempty"`
+	LeaseEpoch int64  `yaml:"lease_epoch,omitempty" json:"lease_epoch,omitempty"`
+}
+
+// Note is a continuation note; its text keeps its bytes.
+type Note struct {
+	Text   string    `yaml:"text" json:"text"`
+	Author string    `yaml:"author" json:"author"`
+	At     time.Time `yaml:"at" json:"at"`
+	Facts  NoteFacts `yaml:"facts" json:"facts"`
+}
+
+// Todo is one task of a goal.
+type Todo struct {
+	ID                  string     `yaml:"todo_id" json:"todo_id"`
+	Text                string     `yaml:"text" json:"text"`
+	Status              string     `yaml:"status" json:"status"`
+	Priority            string     `yaml:"priority" json:"priority"`
+	DependsOn           []string   `yaml:"depends_on,omitempty" json:"depends_on"`
+	RequiredWriteScopes []string   `yaml:"required_write_scopes,omitempty" json:"required_write_scopes"`
+	BoundAgent          string     `yaml:"bound_agent,omitempty" json:"bound_agent,omitempty"`
+	ExcludedAgents      []string   `yaml:"excluded_agents,omitempty" json:"excluded_agents"`
+	ClaimedBy           string     `yaml:"claimed_by,omitempty" json:"claimed_by,omitempty"`
+	ClaimScopeAgentID   string     `yaml:"claim_scope_agent_id,omitempty" json:"claim_scope_agent_id,omitempty"`
+	ClaimTTLMinutes     int64      `yaml:"claim_ttl_minutes,omitempty" json:"claim_ttl_minutes,omitempty"`
+	ClaimedAt           *time.Time `yaml:"claimed_at,omitempty" json:"claimed_at,omitempty"`
+	ClaimExpiresAt      *time.Time `yaml:"claim_expires_at,omitempty" json:"claim_expires_at,omitempty"`
+	Notes               []Note     `yaml:"notes,omitempty" json:"notes"`
+	Evidence            []string   `yaml:"evidence,omitempty" json:"evidence"`
+	SupersededBy        string     `yaml:"superseded_by,omitempty" json:"superseded_by,omitempty"`
+	Reason              string     `yaml:"reason,omitempty" json:"reason,omitempty"`
+	Archived            bool       `yaml:"archived,omitempty" json:"archived"`
+	CreatedBy           string     `yaml:"created_by" json:"created_by"`
+	CreatedAt           time.Time  `yaml:"created_at" json:"created_at"`
+	UpdatedBy           string     `yaml:"updated_by" json:"updated_by"`
+	UpdatedAt           time.Time  `yaml:"updated_at" json:"updated_at"`
+	ClosedBy            string     `yaml:"closed_by,omitempty" json:"closed_by,omitempty"`
+	ClosedAt            *time.Time `yaml:"closed_at,omitempty" json:"closed_at,omitempty"`
+}
+
+// Holder is one execution in a todo's lease history (one epoch).
+type Holder struct {
+	Epoch          int64      `yaml:"epoch" json:"epoch"`
+	Owner          string     `yaml:"owner" json:"owner"`
+	IdempotencyKey string     `yaml:"idempotency_key" json:"idempotency_key"`
+	StartedAt      time.Time  `yaml:"started_at" json:"started_at"`
+	EndedAt        *time.Time `yaml:"ended_at,omitempty" json:"ended_at,omitempty"`
+	// EndReason is released, transferred, expired (recorded at takeover) or completed.
+	EndReason string `yaml:"end_reason,omitempty" json:"end_reason,omitempty"`
+}
+
+// Lease is the task lease of one todo: the current execution and its history.
+type Lease struct {
+	TodoID         string     `yaml:"todo_id" json:"todo_id"`
+	Owner          string     `yaml:"owner" json:"owner"`
+	IdempotencyKey string     `yaml:"idempotency_key" json:"idempotency_key"`
+	Version        int64      `yaml:"version" json:"version"`
+	Epoch          int64      `yaml:"epoch" json:"epoch"`
+	Status         string     `yaml:"status" json:"status"`
+	WriteScopes    []string   `yaml:"write_scopes" json:"write_scopes"`
+	AcquiredAt     time.Time  `yaml:"acquired_at" json:"acquired_at"`
+	RenewedAt      *time.Time `yaml:"renewed_at,omitempty" json:"renewed_at"`
+	ExpiresAt      time.Time  `yaml:"expires_at" json:"expires_at"`
+	ReleasedAt     *time.Time `yaml:"released_at,omitempty" json:"released_at"`
+	// Holders is every execution this todo had, oldest first; the last one is
+	// the current execution. Retired keys are the keys of all other holders.
+	Holders []Holder `yaml:"holders" json:"-"`
+}
+
+// Receipt is the durable result of one lease operation, keyed by its identity.
+type Receipt struct {
+	ID              string    `yaml:"receipt_id" json:"receipt_id"`
+	Operation       string    `yaml:"operation" json:"operation"`
+	GoalID          string    `yaml:"goal_id" json:"goal_id"`
+	TodoID          string    `yaml:"todo_id" json:"todo_id"`
+	Owner           string    `yaml:"owner" json:"owner"`
+	IdempotencyKey  string    `yaml:"idempotency_key" json:"idempotency_key"`
+	ExpectedVersion *int64    `yaml:"expected_version,omitempty" json:"expected_version,omitempty"`
+	RequestDigest   string    `yaml:"request_digest" json:"request_digest"`
+	Status          string    `yaml:"status" json:"status"`
+	DecidedAt       time.Time `yaml:"decided_at" json:"decided_at"`
+	// DecidedOn is the revision the decision was made on; the receipt's own
+	// commit is that revision's child on the state ref.
+	DecidedOn     string `yaml:"decided_on,omitempty" json:"decided_on,omitempty"`
+	Lease         *Lease `yaml:"lease,omitempty" json:"lease,omitempty"`
+	TransferClaim bool   `yaml:"transfer_claim,omitempty" json:"transfer_claim,omitempty"`
+	ClaimedBy     string `yaml:"claimed_by,omitempty" json:"claimed_by,omitempty"`
+	TodoChanged   bool   `yaml:"todo_changed,omitempty" json:"todo_changed,omitempty"`
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return fmt.Errorf("%s %q is not one of %v", field, v, allowed)
+	}
+	return nil
+}
+
+func checkAll(field string, vs []string, ok func(string) bool) error {
+	for _, v := range vs {
+		if !ok(v) {
+			return fmt.Errorf("invalid %s %q", field, v)
+		}
+	}
+	return nil
+}
+
+// Validate checks a store meta record.
+func (m *StoreMeta) Validate() error {
+	if m.FormatVersion < 1 {
+		return fmt.Errorf("format_version %d must be >= 1", m.FormatVersion)
+	}
+	return nil
+}
+
+// Validate checks a goal's schema and invariants.
+func (g *Goal) Validate() error {
+	if !ValidGoalID(g.ID) {
+		return fmt.Errorf("invalid goal_id %q", g.ID)
+	}
+	if err := oneOf("status", g.Status, GoalActive, GoalArchived); err != nil {
+		return err
+	}
+	return oneOf("handoff_mode", g.HandoffMode, HandoffSoftClaim, HandoffHardLease)
+}
+
+// Validate checks an agent registration.
+func (a *Agent) Validate() error {
+	if !ValidAgentID(a.ID) {
+		return fmt.Errorf("invalid agent_id %q", a.ID)
+	}
+	if err := oneOf("role", a.Role, RoleAgent, RoleOrchestrator); err != nil {
+		return err
+	}
+	if err := oneOf("status", a.Status, AgentRegistered, AgentUnregistered); err != nil {
+		return err
+	}
+	return checkAll("lifecycle_authority", a.LifecycleAuthority, func(s string) bool { return slices.Contains(LifecycleAuthorities, s) })
+}
+
+// Validate checks a todo's schema and invariants.
+func (t *Todo) Validate() error {
+	if !ValidTodoID(t.ID) {
+		return fmt.Errorf("invalid todo_id %q", t.ID)
+	}
+	if err := oneOf("status", t.Status, TodoOpen, TodoDone, TodoSuperseded); err != nil {
+		return err
+	}
+	if err := oneOf("priority", t.Priority, Priorities...); err != nil {
+		return err
+	}
+	if err := checkAll("depends_on", t.DependsOn, ValidTodoID); err != nil {
+		return err
+	}
+	if err := checkAll("required_write_scopes", t.RequiredWriteScopes, ValidScope); err != nil {
+		return err
+	}
+	if err := checkAll("excluded_agents", t.ExcludedAgents, ValidAgentID); err != nil {
+		return err
+	}
+	for field, v := range map[string]string{"bound_agent": t.BoundAgent, "claimed_by": t.ClaimedBy, "claim_scope_agent_id": t.ClaimScopeAgentID} {
+		if v != "" && !ValidAgentID(v) {
+			return fmt.Errorf("invalid %s %q", field, v)
+		}
+	}
+	if t.ClaimedBy == "" && (t.ClaimScopeAgentID != "" || t.ClaimExpiresAt != nil) {
+		return fmt.Errorf("claim fields set without claimed_by")
+	}
+	if t.ClaimTTLMinutes < 0 {
+		return fmt.Errorf("claim_ttl_minutes %d is negative", t.ClaimTTLMinutes)
+	}
+	if t.SupersededBy != "" && !ValidTodoID(t.SupersededBy) {
+		return fmt.Errorf("invalid superseded_by %q", t.SupersededBy)
+	}
+	if t.CreatedBy != "" && !ValidAgentID(t.CreatedBy) {
+		return fmt.Errorf("invalid created_by %q", t.CreatedBy)
+	}
+	return nil
+}
+
+// Validate checks a lease record.
+func (l *Lease) Validate() error {
+	if !ValidTodoID(l.TodoID) {
+		return fmt.Errorf("invalid todo_id %q", l.TodoID)
+	}
+	if !ValidAgentID(l.Owner) {
+		return fmt.Errorf("invalid owner %q", l.Owner)
+	}
+	if !ValidIdempotencyKey(l.IdempotencyKey) {
+		return fmt.Errorf("invalid idempotency_key %q", l.IdempotencyKey)
+	}
+	if l.Version < 1 || l.Version > MaxGeneration || l.Epoch < 1 || l.Epoch > MaxGeneration {
+		return fmt.Errorf("version %d / epoch %d out of range 1..2^53-1", l.Version, l.Epoch)
+	}
+	if err := oneOf("status", l.Status, LeaseActive, LeaseReleased); err != nil {
+		return err
+	}
+	if l.Status == LeaseReleased && l.ReleasedAt == nil {
+		return fmt.Errorf("released lease without released_at")
+	}
+	if err := checkAll("write_scopes", l.WriteScopes, ValidScope); err != nil {
+		return err
+	}
+	for _, h := range l.Holders {
+		if !ValidAgentID(h.Owner) || !ValidIdempotencyKey(h.IdempotencyKey) {
+			return fmt.Errorf("invalid holder %q/%q", h.Owner, h.IdempotencyKey)
+		}
+	}
+	return nil
+}
+
+// Validate checks a receipt.
+func (r *Receipt) Validate() error {
+	if len(r.ID) != 64 {
+		return fmt.Errorf("invalid receipt_id %q", r.ID)
+	}
+	if r.Operation == "" || r.RequestDigest == "" {
+		return fmt.Errorf("receipt without operation or request_digest")
+	}
+	if err := oneOf("status", r.Status, "applied", "no_change"); err != nil {
+		return err
+	}
+	if r.Lease != nil {
+		return r.Lease.Validate()
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+package lease
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Files is the read side of one revision of the state ref: paths → bytes.
+// The root package adapts a gitstore snapshot to it; tests use MemFiles.
+type Files interface {
+	// Read returns the file at path; ok is false when it does not exist.
+	Read(path string) (data []byte, ok bool, err error)
+	// List returns the names of the direct children of dir, sorted.
+	List(dir string) ([]string, error)
+	// Walk calls fn for every file under dir, in path order.
+	Walk(dir string, fn func(path string, data []byte) error) error
+}
+
+// Change is one file written (or deleted, when Data is nil) by a decision.
+type Change struct {
+	Path string
+	Data []byte
+}
+
+// View is a records snapshot for one decision: typed, validated reads over
+// Files, with the decision's own writes overlaid so later reads see them.
+// Reads never cache decoded records, so callers may modify what they get.
+type View struct {
+	files    Files
+	Revision string    // the revision the view was read from ("" when empty)
+	HeadTime time.Time // decision time recorded in that revision
+	writes   map[string][]byte
+}
+
+// NewView returns a view of files at revision.
+func NewView(files Files, revision string, headTime time.Time) *View {
+	return &View{files: files, Revision: revision, HeadTime: headTime, writes: map[string][]byte{}}
+}
+
+func (v *View) read(p string) ([]byte, bool, error) {
+	if data, ok := v.writes[p]; ok {
+		return data, data != nil, nil
+	}
+	return v.files.Read(p)
+}
+
+// get decodes the record at p into r; found is false when absent.
+func (v *View) get(p string, r record) (bool, error) {
+	data, ok, err := v.read(p)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, DecodeAt(p, data, r)
+}
+
+// walk decodes every record under dir that newRec accepts, overlay included.
+func (v *View) walk(dir string, fn func(p string, data []byte) error) error {
+	seen := map[string]bool{}
+	var paths []string
+	files := map[string][]byte{}
+	err := v.files.Walk(dir, func(p string, data []byte) error {
+		seen[p] = true
+		if w, ok := v.writes[p]; ok {
+			data = w
+		}
+		if data != nil {
+			paths = append(paths, p)
+			files[p] = data
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for p, data := range v.writes {
+		if !seen[p] && data != nil && strings.HasPrefix(p, dir+"/") {
+			paths = append(paths, p)
+			files[p] = data
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := fn(p, files[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v *View) put(p string, r record) {
+	if err := r.Validate(); err != nil {
+		panic(fmt.Sprintf("lease: writing invalid record %s: %v", p, err)) // a bug in a decision
+	}
+	v.writes[p] = Encode(r)
+}
+
+// PutFile writes raw bytes (e.g. the board); nil deletes.
+func (v *View) PutFile(p string, data []byte) { v.writes[p] = data }
+
+// ReadFile reads raw bytes, overlay included.
+func (v *View) ReadFile(p string) ([]byte, bool, error) { return v.read(p) }
+
+// Changes returns the decision's writes, sorted by path.
+func (v *View) Changes() []Change {
+	out := make([]Change, 0, len(v.writes))
+	for p, d := range v.writes {
+		out = append(out, Change{Path: p, Data: d})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Meta returns the store meta record, nil when the store is not initialized.
+func (v *View) Meta() (*StoreMeta, error) {
+	var m StoreMeta
+	ok, err := v.get(MetaPath, &m)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// PutMeta writes the store meta record.
+func (v *View) PutMeta(m *StoreMeta) { v.put(MetaPath, m) }
+
+func checkID(p, got, want string) error {
+	if got != want {
+		return Corrupt(p, fmt.Errorf("record id %q does not match its path", got))
+	}
+	return nil
+}
+
+// Goal returns a goal, nil when absent.
+func (v *View) Goal(id string) (*Goal, error) {
+	var g Goal
+	p := GoalPath(id)
+	ok, err := v.get(p, &g)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &g, checkID(p, g.ID, id)
+}
+
+// Goals returns every goal, sorted by id.
+func (v *View) Goals() ([]*Goal, error) {
+	names, err := v.files.List(GoalsDir)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	for p, d := range v.writes {
+		if d != nil && strings.HasPrefix(p, GoalsDir+"/") && strings.HasSuffix(p, "/goal.yaml") {
+			set[strings.Split(p, "/")[1]] = true
+		}
+	}
+	var out []*Goal
+	for n := range set {
+		g, err := v.Goal(n)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			return nil, Corrupt(GoalDir(n), fmt.Errorf("goal folder without goal.yaml"))
+		}
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PutGoal writes a goal.
+func (v *View) PutGoal(g *Goal) { v.put(GoalPath(g.ID), g) }
+
+// Agent returns an agent registration, nil when absent.
+func (v *View) Agent(goal, id string) (*Agent, error) {
+	var a Agent
+	p := AgentPath(goal, id)
+	ok, err := v.get(p, &a)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &a, checkID(p, a.ID, id)
+}
+
+// Agents returns the goal's agent registrations (registered or not), by id.
+func (v *View) Agents(goal string) ([]*Agent, error) {
+	var out []*Agent
+	err := v.walk(AgentsDir(goal), func(p string, data []byte) error {
+		var a Agent
+		if err := DecodeAt(p, data, &a); err != nil {
+			return err
+		}
+		if err := checkID(p, a.ID+".yaml", p[strings.LastIndex(p, "/")+1:]); err != nil {
+			return err
+		}
+		out = append(out, &a)
+		return nil
+	})
+	return out, err
+}
+
+// PutAgent writes an agent registration.
+func (v *View) PutAgent(goal string, a *Agent) { v.put(AgentPath(goal, a.ID), a) }
+
+// Todo returns a todo, nil when absent.
+func (v *View) Todo(goal, id string) (*Todo, error) {
+	var t Todo
+	p := TodoPath(goal, id)
+	ok, err := v.get(p, &t)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &t, checkID(p, t.ID, id)
+}
+
+// Todos returns every todo of the goal, sorted by path (not by id).
+func (v *View) Todos(goal string) ([]*Todo, error) {
+	var out []*Todo
+	err := v.walk(TodosDir(goal), func(p string, data []byte) error {
+		var t Todo
+		if err := DecodeAt(p, data, &t); err != nil {
+			return err
+		}
+		if p != TodoPath(goal, t.ID) {
+			return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
+		}
+		out = append(out, &t)
+		return nil
+	})
+	return out, err
+}
+
+// PutTodo writes a todo.
+func (v *View) PutTodo(goal string, t *Todo) { v.put(TodoPath(goal, t.ID), t) }
+
+// Lease returns the lease of a todo, nil when it never had one.
+func (v *View) Lease(goal, todo string) (*Lease, error) {
+	var l Lease
+	p := LeasePath(goal, todo)
+	ok, err := v.get(p, &l)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &l, checkID(p, l.TodoID, todo)
+}
+
+// Leases returns every lease record of the goal (all of them, never a page).
+func (v *View) Leases(goal string) ([]*Lease, error) {
+	var out []*Lease
+	err := v.walk(LeasesDir(goal), func(p string, data []byte) error {
+		var l Lease
+		if err := DecodeAt(p, data, &l); err != nil {
+			return err
+		}
+		if p != LeasePath(goal, l.TodoID) {
+			return Corrupt(p, fmt.Errorf("lease of %q stored at the wrong path", l.TodoID))
+		}
+		out = append(out, &l)
+		return nil
+	})
+	return out, err
+}
+
+// PutLease writes a lease.
+func (v *View) PutLease(goal string, l *Lease) { v.put(LeasePath(goal, l.TodoID), l) }
+
+// Receipt returns a receipt by id, nil when absent.
+func (v *View) Receipt(goal, id string) (*Receipt, error) {
+	var r Receipt
+	p := ReceiptPath(goal, id)
+	ok, err := v.get(p, &r)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &r, checkID(p, r.ID, id)
+}
+
+// PutReceipt writes a receipt.
+func (v *View) PutReceipt(goal string, r *Receipt) { v.put(ReceiptPath(goal, r.ID), r) }
+
+// MemFiles is an in-memory Files, for tests and for programs that embed the
+// domain without Git.
+type MemFiles map[string][]byte
+
+// Read implements Files.
+func (m MemFiles) Read(p string) ([]byte, bool, error) {
+	d, ok := m[p]
+	return d, ok, nil
+}
+
+// List implements Files.
+func (m MemFiles) List(dir string) ([]string, error) {
+	set := map[string]bool{}
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	for p := range m {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			set[strings.SplitN(rest, "/", 2)[0]] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Walk implements Files.
+func (m MemFiles) Walk(dir string, fn func(string, []byte) error) error {
+	var paths []string
+	for p := range m {
+		if strings.HasPrefix(p, dir+"/") {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := fn(p, m[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply writes the view's changes into m (a test helper for chaining decisions).
+func (m MemFiles) Apply(changes []Change) {
+	for _, c := range changes {
+		if c.Data == nil {
+			delete(m, c.Path)
+		} else {
+			m[c.Path] = c.Data
+		}
+	}
+}
