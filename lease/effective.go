@@ -27,9 +27,9 @@ func EffectiveClaimant(t *Todo, now time.Time) string {
 }
 
 // HoldsClaim reports whether agent holds t's effective claim, as claimed_by or
-// as its delegated scope agent.
+// as its delegated scope agent. The empty agent never holds a claim.
 func HoldsClaim(t *Todo, agent string, now time.Time) bool {
-	return ClaimEffective(t, now) && (t.ClaimedBy == agent || t.ClaimScopeAgentID == agent)
+	return agent != "" && ClaimEffective(t, now) && (t.ClaimedBy == agent || t.ClaimScopeAgentID == agent)
 }
 
 // Excluded reports whether agent is excluded from t.

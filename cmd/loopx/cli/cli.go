@@ -1,0 +1,217 @@
+// Package cli is the loopx command tree. It parses flags, calls one method of
+// the loopx package and prints the result; it holds no rules.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// Version is the loopx version, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+// env holds the global flags and the process environment of one run.
+type env struct {
+	registry, repo, format, goal string
+	stdout, stderr               io.Writer
+}
+
+// usageError marks command-line mistakes (exit 2).
+func usageError(format string, args ...any) error {
+	return lease.Errorf(lease.CodeUsage, format, args...)
+}
+
+// Main runs loopx with os.Args and returns the exit code.
+func Main() int { return Run(os.Args[1:], os.Stdout, os.Stderr) }
+
+// Run runs loopx with args and returns the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	le, ok := lease.AsError(err)
+	if !ok {
+		// cobra's own errors (unknown command or flag) are usage errors.
+		msg := err.Error()
+		if strings.Contains(msg, "unknown command") || strings.Contains(msg, "flag") || strings.Contains(msg, "argument") {
+			le = lease.Errorf(lease.CodeUsage, "%s", msg)
+		} else {
+			le = lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				le = lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
+			}
+		}
+	}
+	if e.format == "" {
+		e.format = formatFromArgs(args, e.stdout)
+	}
+	e.printError(le)
+	return int(lease.ClassOf(le.Code))
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "loopx",
+		Short: "Divide work between agents with claims and fenced task leases kept in Git",
+		Long: `loopx keeps todos, claims and task leases as YAML records on a Git ref
+(refs/loopx/state by default). Every change is one compare-and-swap commit, so
+Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
+		Example:       "  loopx init\n  loopx goal create --goal-id demo\n  loopx todo add --text 'Write the parser'",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.registry, "registry", os.Getenv("LOOPX_REGISTRY"), "registry file (JSON locator of the store; default $LOOPX_REGISTRY, else .loopx/registry.json)")
+	pf.StringVar(&e.repo, "repo", "", "repository folder (default: the Git repository around the working directory)")
+	pf.StringVar(&e.format, "format", "", "output format: text or json (default json when stdout is not a terminal; $LOOPX_FORMAT)")
+	pf.StringVar(&e.goal, "goal-id", "", "goal id (default: registry default_goal, $LOOPX_GOAL, or the only active goal)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError("%v (see `%s --help`)", err, c.CommandPath())
+	})
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if e.format == "" {
+			e.format = defaultFormat(e.stdout)
+		}
+		if e.format != "text" && e.format != "json" {
+			return usageError("--format %q: want text or json", e.format)
+		}
+		return nil
+	}
+	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
+		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e))
+	return root
+}
+
+// defaultFormat is $LOOPX_FORMAT, else text on a terminal and JSON otherwise.
+func defaultFormat(stdout io.Writer) string {
+	if f := os.Getenv("LOOPX_FORMAT"); f != "" {
+		return f
+	}
+	if stdoutIsTerminal(stdout) {
+		return "text"
+	}
+	return "json"
+}
+
+// formatFromArgs finds --format when cobra failed before parsing flags
+// (an unknown command), so the error still comes out in the asked format.
+func formatFromArgs(args []string, stdout io.Writer) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--format="); ok && (v == "text" || v == "json") {
+			return v
+		}
+		if a == "--format" && i+1 < len(args) && (args[i+1] == "text" || args[i+1] == "json") {
+			return args[i+1]
+		}
+	}
+	if f := defaultFormat(stdout); f == "text" || f == "json" {
+		return f
+	}
+	return "json"
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// options builds the store options from flags and environment.
+func (e *env) options() (loopx.Options, error) {
+	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL")}
+	if s := os.Getenv("LOOPX_NOW"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return o, usageError("LOOPX_NOW %q is not an RFC 3339 time", s)
+		}
+		o.Now = func() time.Time { return t }
+	}
+	if s := os.Getenv("LOOPX_LOCK_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return o, usageError("LOOPX_LOCK_TIMEOUT %q is not a duration", s)
+		}
+		o.FenceTimeout = d
+	}
+	o.FailProjection = os.Getenv("LOOPX_FAIL_PROJECTION") == "1"
+	return o, nil
+}
+
+// open opens the store for a command.
+func (e *env) open() (*loopx.Store, error) {
+	o, err := e.options()
+	if err != nil {
+		return nil, err
+	}
+	return loopx.Open(o)
+}
+
+// run opens the store, calls fn and prints its result.
+func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
+	s, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := fn(s)
+	if err != nil {
+		return err
+	}
+	return e.print(res)
+}
+
+func (e *env) print(res *loopx.Result) error {
+	if e.format == "json" {
+		data, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
+		return err
+	}
+	printText(e.stdout, res)
+	return nil
+}
+
+func (e *env) printError(le *lease.Error) {
+	if e.format != "text" {
+		obj := map[string]any{}
+		for k, v := range le.Details {
+			obj[k] = v
+		}
+		obj["code"] = le.Code
+		obj["message"] = le.Message
+		data, _ := json.Marshal(map[string]any{"ok": false, "error": obj})
+		fmt.Fprintf(e.stdout, "%s\n", data)
+		return
+	}
+	fmt.Fprintf(e.stderr, "loopx: %s: %s\n", le.Code, le.Message)
+	if len(le.Details) > 0 {
+		out, _ := yaml.Marshal(le.Details)
+		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			fmt.Fprintf(e.stderr, "  %s\n", line)
+		}
+	}
+}
+
+func stdoutIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}

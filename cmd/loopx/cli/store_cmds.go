@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected argument %q (see `%s --help`)", args[0], c.CommandPath())
+	}
+	return nil
+}
+
+func initCmd(e *env) *cobra.Command {
+	var in loopx.InitOptions
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "Create the state ref (and the Git repository if needed) and the registry file",
+		Long: `init creates the state ref and writes the registry file (default
+.loopx/registry.json; with --registry FILE, that file). It runs ` + "`git init`" + ` first
+when the folder is not inside a repository. Running it again changes nothing.`,
+		Example: "  loopx init\n  loopx init --registry registry.json\n  loopx init --ref refs/heads/loopx",
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			o, err := e.options()
+			if err != nil {
+				return err
+			}
+			in.RegistryFile = e.registry
+			if c.Flags().Changed("registry") == false && os.Getenv("LOOPX_REGISTRY") != "" {
+				in.RegistryFile = os.Getenv("LOOPX_REGISTRY")
+			}
+			o.Registry = ""
+			in.DefaultGoal = e.goal
+			res, err := loopx.Init(o, in)
+			if err != nil {
+				return err
+			}
+			return e.print(res)
+		},
+	}
+	c.Flags().StringVar(&in.Ref, "ref", "", "state ref (default refs/loopx/state)")
+	c.Flags().StringVar(&in.Remote, "remote", "", "remote that holds the shared state ref")
+	return c
+}
+
+func goalCmd(e *env) *cobra.Command {
+	c := &cobra.Command{Use: "goal", Short: "Create, show, list and archive goals"}
+	var req lease.GoalCreateRequest
+	create := &cobra.Command{
+		Use:     "create",
+		Short:   "Create a goal",
+		Example: "  loopx goal create --goal-id example-goal --title 'Ship the parser' --handoff-mode hard_lease",
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			req.Goal = e.goal
+			if req.Goal == "" {
+				return lease.Errorf(lease.CodeInvalidGoalID, "goal id is required (--goal-id)")
+			}
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.CreateGoal(req) })
+		},
+	}
+	create.Flags().StringVar(&req.Title, "title", "", "title (default: the goal id)")
+	create.Flags().StringVar(&req.HandoffMode, "handoff-mode", lease.HandoffSoftClaim, "soft_claim or hard_lease")
+	create.Flags().StringVar(&req.Actor, "agent-id", "", "acting agent (recorded as author)")
+	show := &cobra.Command{
+		Use: "show", Short: "Show a goal", Args: noArgs,
+		Example: "  loopx goal show --goal-id example-goal",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ShowGoal(e.goal) })
+		},
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List goals", Args: noArgs,
+		Example: "  loopx goal list --format json",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListGoals() })
+		},
+	}
+	var actor string
+	archive := &cobra.Command{
+		Use: "archive", Short: "Archive a goal (its records stay; mutations are refused)", Args: noArgs,
+		Example: "  loopx goal archive --goal-id example-goal",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ArchiveGoal(e.goal, actor) })
+		},
+	}
+	archive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author)")
+	c.AddCommand(create, show, list, archive)
+	return c
+}
+
+func agentCmd(e *env) *cobra.Command {
+	c := &cobra.Command{Use: "agent", Short: "Register, unregister and list the agents of a goal"}
+	var req lease.RegisterRequest
+	var authority string
+	register := &cobra.Command{
+		Use:   "register",
+		Short: "Register an agent in a goal",
+		Example: "  loopx agent register --agent-id agent-a\n" +
+			"  loopx agent register --agent-id lead --role orchestrator --lifecycle-authority complete,reassign --requires-reason",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			req.Goal = e.goal
+			req.LifecycleAuthority = splitList(authority)
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.RegisterAgent(req) })
+		},
+	}
+	register.Flags().StringVar(&req.Agent, "agent-id", "", "agent id")
+	register.Flags().StringVar(&req.Role, "role", lease.RoleAgent, "agent or orchestrator")
+	register.Flags().StringVar(&authority, "lifecycle-authority", "", "comma-separated: complete,update,supersede,reassign (orchestrators)")
+	register.Flags().BoolVar(&req.RequiresReason, "requires-reason", false, "the orchestrator must give --authority-reason when using its authority")
+	var agent string
+	unregister := &cobra.Command{
+		Use: "unregister", Short: "Unregister an agent (its leases stop being effective)", Args: noArgs,
+		Example: "  loopx agent unregister --agent-id agent-a",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnregisterAgent(e.goal, agent) })
+		},
+	}
+	unregister.Flags().StringVar(&agent, "agent-id", "", "agent id")
+	list := &cobra.Command{
+		Use: "list", Short: "List the agents of a goal", Args: noArgs,
+		Example: "  loopx agent list --goal-id example-goal",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListAgents(e.goal) })
+		},
+	}
+	c.AddCommand(register, unregister, list)
+	return c
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func logCmd(e *env) *cobra.Command {
+	var q loopx.LogQuery
+	var since string
+	c := &cobra.Command{
+		Use:   "log",
+		Short: "Show the audit trail read from the state ref's commit trailers",
+		Example: "  loopx log --limit 20\n  loopx log --todo-id todo_work --format json\n" +
+			"  loopx log --agent-id agent-a --operation task-lease --since 2026-01-01T00:00:00Z",
+		Args: noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			q.Goal = e.goal
+			if q.Todo != "" {
+				if err := lease.CheckTodoID(q.Todo); err != nil {
+					return err
+				}
+			}
+			if since != "" {
+				t, err := time.Parse(time.RFC3339, since)
+				if err != nil {
+					return lease.Errorf(lease.CodeInvalidRequest, "--since %q is not an RFC 3339 time", since)
+				}
+				q.Since = t
+			}
+			if q.Limit < 0 {
+				return lease.Errorf(lease.CodeInvalidRequest, "--limit must be positive")
+			}
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Log(q) })
+		},
+	}
+	c.Flags().StringVar(&q.Todo, "todo-id", "", "only this todo")
+	c.Flags().StringVar(&q.Agent, "agent-id", "", "only this acting agent")
+	c.Flags().StringVar(&q.Operation, "operation", "", "only this operation (e.g. task-lease.acquire, or task-lease)")
+	c.Flags().StringVar(&since, "since", "", "only entries at or after this RFC 3339 time")
+	c.Flags().IntVar(&q.Limit, "limit", loopx.DefaultLogLimit, "at most this many entries")
+	return c
+}
+
+func verifyCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "verify",
+		Short:   "Check every record on the head and report problems and pending boards",
+		Long:    "verify exits 1 with code corrupt_record when any record is invalid; the problems list names each path.",
+		Example: "  loopx verify --format json",
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := e.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.Verify()
+			if err != nil {
+				return err
+			}
+			d := res.Data.(loopx.VerifyData)
+			if !d.OK {
+				le := lease.Errorf(lease.CodeCorruptRecord, "%d invalid record(s); first: %s", len(d.Problems), d.Problems[0].Path).
+					With("path", d.Problems[0].Path).With("problems", d.Problems)
+				return le
+			}
+			return e.print(res)
+		},
+	}
+}
+
+func gcCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "gc",
+		Short:   "Pack the store's loose objects (also runs automatically)",
+		Example: "  loopx gc",
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GC() })
+		},
+	}
+}
+
+func versionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use: "version", Short: "Print the loopx version and store format", Args: noArgs,
+		Example: "  loopx version",
+		RunE: func(c *cobra.Command, args []string) error {
+			if e.format == "json" {
+				fmt.Fprintf(e.stdout, `{"ok":true,"operation":"version","version":%q,"store_format":%d}`+"\n", Version, lease.FormatVersion)
+				return nil
+			}
+			fmt.Fprintf(e.stdout, "loopx %s (store format %d)\n", Version, lease.FormatVersion)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,331 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Change is one modification in a Commit: write Data at Path, or, if Delete
+// is set, remove the file or directory at Path (a no-op if absent).
+//
+// Changes apply in order. Writing a file where a directory is, or under a
+// path whose parent is a file, fails with ErrInvalidPath; delete the old
+// entry first in the same commit to replace it.
+type Change struct {
+	Path   string
+	Data   []byte
+	Delete bool
+}
+
+// CommitInfo describes a commit. Empty names and e-mails default to
+// "loopx" and "loopx@localhost", the committer defaults to the author, and
+// a zero When to the current time. '<', '>' and newlines are dropped from
+// names and e-mails, as git does.
+type CommitInfo struct {
+	Message                       string
+	AuthorName, AuthorEmail       string
+	CommitterName, CommitterEmail string
+	When                          time.Time // used for both author and committer time
+}
+
+// CommitMeta describes one commit of the history (see Log).
+type CommitMeta struct {
+	Hash, Parent            Hash // Parent is the first parent, ZeroHash for a root commit
+	Message                 string
+	AuthorName, AuthorEmail string
+	When                    time.Time // author time
+}
+
+// Proposal is what a Transact decision function asks to commit.
+type Proposal struct {
+	Changes []Change
+	Info    CommitInfo
+}
+
+// MaxAttempts is how many times Transact calls decide before giving up on
+// repeated compare-and-swap conflicts.
+const MaxAttempts = 5
+
+// Commit writes a commit whose parent is expected (none if ZeroHash) and
+// whose tree is expected's tree with changes applied, then moves the ref
+// from expected to it. It returns the new commit's name.
+//
+// Only the blobs and trees on changed paths are written; every other
+// subtree keeps its name. New objects are fsynced, with their directories,
+// before the ref moves; the ref moves with git's lock protocol (see
+// updateRef), and fails with ErrConflict if it does not hold expected
+// (ZeroHash: it must be absent). An empty change set still makes a commit.
+//
+// The caller must hold the exclusive fence (Lock); Transact does this.
+func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, error) {
+	for _, c := range changes {
+		if err := validatePath(c.Path); err != nil {
+			return ZeroHash, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+
+	var baseTree Hash
+	if !expected.IsZero() {
+		c, err := s.readCommit(expected)
+		if err != nil {
+			return ZeroHash, err
+		}
+		baseTree = c.tree
+	}
+
+	b := &treeBuilder{s: s}
+	root, err := b.open(baseTree)
+	if err != nil {
+		return ZeroHash, err
+	}
+	for _, c := range changes {
+		comps := splitPath(c.Path)
+		if c.Delete {
+			err = b.remove(root, comps)
+		} else {
+			h := hashObject(plumbing.BlobObject, c.Data)
+			b.out = append(b.out, newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
+			err = b.put(root, c.Path, comps, h)
+		}
+		if err != nil {
+			return ZeroHash, err
+		}
+	}
+	treeHash, empty, err := b.finish(root)
+	if err != nil {
+		return ZeroHash, err
+	}
+	if empty {
+		b.out = append(b.out, newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
+	}
+
+	when := info.When
+	if when.IsZero() {
+		when = time.Now()
+	}
+	author := formatIdent(info.AuthorName, info.AuthorEmail, "loopx", "loopx@localhost", when)
+	committer := author
+	if info.CommitterName != "" || info.CommitterEmail != "" {
+		committer = formatIdent(info.CommitterName, info.CommitterEmail, "loopx", "loopx@localhost", when)
+	}
+	msg := info.Message
+	if msg != "" && !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	var cb bytes.Buffer
+	fmt.Fprintf(&cb, "tree %s\n", treeHash)
+	if !expected.IsZero() {
+		fmt.Fprintf(&cb, "parent %s\n", expected)
+	}
+	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
+	commitData := cb.Bytes()
+	commitHash := hashObject(plumbing.CommitObject, commitData)
+	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
+
+	if err := s.odb.write(b.out); err != nil {
+		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
+	}
+	hook("objects-written")
+
+	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
+	if err := s.updateRef(expected, commitHash, "loopx: "+subject, committer); err != nil {
+		return ZeroHash, err
+	}
+	s.noteCommit()
+	return commitHash, nil
+}
+
+// formatIdent formats "Name <email> unix ±hhmm".
+func formatIdent(name, email, defName, defEmail string, when time.Time) string {
+	clean := func(s string) string {
+		s = strings.Map(func(r rune) rune {
+			switch r {
+			case '<', '>', '\n', '\r', 0:
+				return -1
+			}
+			return r
+		}, s)
+		return strings.TrimSpace(s)
+	}
+	name, email = clean(name), clean(email)
+	if name == "" {
+		name = defName
+	}
+	if email == "" {
+		email = defEmail
+	}
+	_, off := when.Zone()
+	sign := byte('+')
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	return fmt.Sprintf("%s <%s> %d %c%02d%02d", name, email, when.Unix(), sign, off/3600, off/60%60)
+}
+
+// commitData is a decoded commit object.
+type commitData struct {
+	tree      Hash
+	parents   []Hash
+	author    object.Signature
+	committer object.Signature
+	message   string
+}
+
+// readCommit reads and decodes commit h. Callers hold s.mu.
+func (s *Store) readCommit(h Hash) (*commitData, error) {
+	typ, data, err := s.odb.read(h)
+	if err != nil {
+		return nil, err
+	}
+	if typ != plumbing.CommitObject {
+		return nil, fmt.Errorf("gitstore: object %s is a %s, not a commit", h, typ)
+	}
+	c, err := parseCommit(data)
+	if err != nil {
+		return nil, fmt.Errorf("gitstore: commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+func parseCommit(data []byte) (*commitData, error) {
+	c := &commitData{}
+	haveTree := false
+	for len(data) > 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			nl = len(data)
+		}
+		line := data[:nl]
+		data = data[min(nl+1, len(data)):]
+		if len(line) == 0 {
+			c.message = string(data)
+			break
+		}
+		if line[0] == ' ' {
+			continue // continuation of a multi-line header (gpgsig)
+		}
+		key, val, _ := bytes.Cut(line, []byte{' '})
+		switch string(key) {
+		case "tree":
+			if !plumbing.IsHash(string(val)) {
+				return nil, errors.New("bad tree line")
+			}
+			c.tree = plumbing.NewHash(string(val))
+			haveTree = true
+		case "parent":
+			if !plumbing.IsHash(string(val)) {
+				return nil, errors.New("bad parent line")
+			}
+			c.parents = append(c.parents, plumbing.NewHash(string(val)))
+		case "author":
+			c.author.Decode(val)
+		case "committer":
+			c.committer.Decode(val)
+		}
+	}
+	if !haveTree {
+		return nil, errors.New("no tree")
+	}
+	return c, nil
+}
+
+// Log calls fn for from and its first-parent ancestors, newest first,
+// reading one commit at a time, until fn returns false or an error, or the
+// root commit is reached. Log(ZeroHash, fn) calls nothing.
+func (s *Store) Log(from Hash, fn func(c CommitMeta) (bool, error)) error {
+	for h := from; !h.IsZero(); {
+		s.mu.Lock()
+		var c *commitData
+		err := errClosed
+		if !s.closed {
+			c, err = s.readCommit(h)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		meta := CommitMeta{
+			Hash:        h,
+			Message:     c.message,
+			AuthorName:  c.author.Name,
+			AuthorEmail: c.author.Email,
+			When:        c.author.When,
+		}
+		if len(c.parents) > 0 {
+			meta.Parent = c.parents[0]
+		}
+		more, err := fn(meta)
+		if err != nil || !more {
+			return err
+		}
+		h = meta.Parent
+	}
+	return nil
+}
+
+// Transact runs one read-decide-commit cycle under the exclusive fence:
+// it reads the head, calls decide with a snapshot of it, and commits the
+// returned proposal on top of that head. If decide returns (nil, nil) or an
+// error, nothing is committed and Transact returns the head it read and
+// decide's error.
+//
+// If the ref moved between the read and the commit (only possible for a
+// writer that bypasses the fence, such as `git update-ref`), decide is
+// called again on the new head, up to MaxAttempts times in all, after which
+// the error wraps ErrConflict. decide must therefore be free of side
+// effects other than its proposal.
+//
+// After a successful commit Transact runs the cheap MaybeGC check, still
+// under the fence. It returns the new head.
+func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Proposal, error)) (Hash, error) {
+	unlock, err := s.Lock(ctx, true)
+	if err != nil {
+		return ZeroHash, err
+	}
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		head, err := s.Head()
+		if err != nil {
+			return ZeroHash, err
+		}
+		sn, err := s.Snapshot(head)
+		if err != nil {
+			return head, err
+		}
+		p, err := decide(sn)
+		if err != nil || p == nil {
+			return head, err
+		}
+		nh, err := s.Commit(head, p.Changes, p.Info)
+		if err == nil {
+			s.maybeGCLocked()
+			return nh, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return head, err
+		}
+		if attempt >= MaxAttempts {
+			return head, fmt.Errorf("gitstore: gave up after %d attempts: %w", attempt, err)
+		}
+		// Small jittered backoff: a foreign writer is moving the ref.
+		d := time.Duration(attempt)*2*time.Millisecond + rand.N(3*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return head, fmt.Errorf("gitstore: %w (after %w)", ctx.Err(), err)
+		case <-time.After(d):
+		}
+	}
+}

@@ -1,0 +1,438 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Garbage collection.
+//
+// Every commit adds a handful of loose objects (each a 4 KiB block on most
+// file systems). GC moves them into packs with the git CLI, never touching
+// the rest of the user's repository:
+//
+//  1. `git pack-objects --revs --incremental` over `<head> ^<last packed
+//     head>`: the objects of the commits since the last GC that are not in
+//     a pack yet, with deltas between them;
+//  2. `git prune-packed`: remove the loose copies of packed objects;
+//  3. when gitstore's own packs (those it wrote, listed in the state file)
+//     no longer form a geometric progression (each at least twice the size
+//     of all smaller ones together), the small ones are rewritten into one
+//     pack by `git pack-objects` fed the exact list of their objects (so no
+//     object can be lost, whatever points to it) reusing their deltas, and
+//     deleted. There are thus O(log n) packs and each object is rewritten
+//     O(log n) times.
+//
+// The state file <commondir>/loopx-gc-state counts the commits since the
+// last GC (Commit increments it: one small file rename per commit, never a
+// scan of the object directory), and records the last packed head and the
+// list of gitstore packs. Readers look in those packs before asking go-git,
+// which would load the index of every pack in the repository.
+//
+// If the user runs `git gc`, git repacks everything, gitstore's packs
+// included; the state file then lists missing packs, which are ignored.
+
+const (
+	gcStateFile = "loopx-gc-state"
+	gcEvery     = 100 // commits between automatic GCs
+)
+
+// GCStats reports what GC did. Loose counts and sizes cover the whole
+// object directory (the repository's own objects included); Packs is the
+// number of packs in it after GC.
+type GCStats struct {
+	LooseBefore, LooseAfter, Packs int
+	SizeBefore, SizeAfter          int64
+}
+
+type gcState struct {
+	commits int
+	packed  Hash
+	packs   []Hash
+}
+
+func readGCState(commonDir string) (gcState, error) {
+	var st gcState
+	b, err := os.ReadFile(filepath.Join(commonDir, gcStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		key, val, _ := strings.Cut(sc.Text(), " ")
+		switch key {
+		case "commits":
+			st.commits, _ = strconv.Atoi(val)
+		case "packed":
+			if plumbing.IsHash(val) {
+				st.packed = plumbing.NewHash(val)
+			}
+		case "pack":
+			if plumbing.IsHash(val) {
+				st.packs = append(st.packs, plumbing.NewHash(val))
+			}
+		}
+	}
+	return st, nil
+}
+
+// writeGCState replaces the state file atomically (no fsync: losing it
+// only delays a GC or forgets which packs are gitstore's).
+func writeGCState(commonDir string, st gcState) error {
+	var b bytes.Buffer
+	b.WriteString("# loopx gitstore GC state\n")
+	fmt.Fprintf(&b, "commits %d\n", st.commits)
+	if !st.packed.IsZero() {
+		fmt.Fprintf(&b, "packed %s\n", st.packed)
+	}
+	for _, p := range st.packs {
+		fmt.Fprintf(&b, "pack %s\n", p)
+	}
+	name := filepath.Join(commonDir, gcStateFile)
+	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
+	if err := os.WriteFile(tmp, b.Bytes(), 0o666); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// noteCommit counts a commit towards the next automatic GC. Callers hold
+// the exclusive fence and s.mu.
+func (s *Store) noteCommit() {
+	st, err := readGCState(s.commonDir)
+	if err != nil {
+		return
+	}
+	st.commits++
+	writeGCState(s.commonDir, st)
+}
+
+// GC packs the store's loose objects (see the package comment of gc.go).
+// It runs under the exclusive fence: it takes it, waiting as Lock does,
+// unless an exclusive fence is already held through this Store, in which
+// case it assumes its caller is the holder. It needs the git CLI on PATH.
+func (s *Store) GC(ctx context.Context) (GCStats, error) {
+	if !s.holdsExclusive() {
+		unlock, err := s.Lock(ctx, true)
+		if err != nil {
+			return GCStats{}, err
+		}
+		defer unlock()
+	}
+	return s.gcLocked(ctx, true)
+}
+
+// MaybeGC runs GC if enough commits were made since the last one. The
+// check reads one small file. Like GC it runs under the exclusive fence,
+// but it does not wait for it: if the fence is busy (and not held through
+// this Store), it does nothing. Errors, and a missing git CLI, are ignored:
+// GC is an optimisation. Transact calls it after each commit.
+func (s *Store) MaybeGC() {
+	if s.holdsExclusive() {
+		s.maybeGCLocked()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one try, no waiting
+	unlock, err := s.Lock(ctx, true)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	s.maybeGCLocked()
+}
+
+func (s *Store) maybeGCLocked() {
+	st, err := readGCState(s.commonDir)
+	if err != nil || st.commits < gcEvery {
+		return
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return
+	}
+	s.gcLocked(context.Background(), false)
+}
+
+// gcLocked does the work of GC; the caller holds the exclusive fence.
+func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
+	var stats GCStats
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		return stats, fmt.Errorf("gitstore: gc needs the git command: %w", err)
+	}
+	objDir := filepath.Join(s.commonDir, "objects")
+	packDir := filepath.Join(objDir, "pack")
+	if withStats {
+		stats.LooseBefore, stats.SizeBefore = objectDirUsage(objDir)
+	}
+	st, err := readGCState(s.commonDir)
+	if err != nil {
+		return stats, fmt.Errorf("gitstore: gc state: %w", err)
+	}
+	if err := os.MkdirAll(packDir, 0o777); err != nil {
+		return stats, err
+	}
+	prefix := filepath.Join(packDir, "pack")
+
+	// 1. Pack what was committed since the last GC.
+	head, err := s.Head()
+	if err != nil {
+		return stats, err
+	}
+	if !head.IsZero() {
+		packArgs := []string{"pack-objects", "--revs", "--incremental", "--non-empty", "--local", "--delta-base-offset", "-q", prefix}
+		in := head.String() + "\n"
+		if !st.packed.IsZero() && st.packed != head {
+			in += "^" + st.packed.String() + "\n"
+		}
+		out, err := s.runGit(ctx, gitBin, in, packArgs...)
+		if err != nil && !st.packed.IsZero() {
+			// The last packed head may be gone (ref rewritten, then
+			// pruned by git gc): pack the whole history instead.
+			out, err = s.runGit(ctx, gitBin, head.String()+"\n", packArgs...)
+		}
+		if err != nil {
+			return stats, err
+		}
+		if name := strings.TrimSpace(out); plumbing.IsHash(name) {
+			st.packs = append(st.packs, plumbing.NewHash(name))
+		}
+		st.packed = head
+	}
+	if err := syncDir(packDir); err != nil {
+		return stats, err
+	}
+	st.commits = 0
+	// Record the new pack before anything else can fail.
+	if err := writeGCState(s.commonDir, st); err != nil {
+		return stats, err
+	}
+
+	// 2. Drop the loose copies.
+	if _, err := s.runGit(ctx, gitBin, "", "prune-packed", "-q"); err != nil {
+		return stats, err
+	}
+
+	// 3. Keep gitstore's packs geometric.
+	st.packs = existingPacks(objDir, st.packs)
+	if err := s.consolidate(ctx, gitBin, objDir, prefix, &st); err != nil {
+		return stats, err
+	}
+	if err := writeGCState(s.commonDir, st); err != nil {
+		return stats, err
+	}
+
+	s.mu.Lock()
+	if !s.closed {
+		s.odb.refresh()
+	}
+	s.mu.Unlock()
+	s.cleanRefLockTwins()
+
+	if withStats {
+		stats.LooseAfter, stats.SizeAfter = objectDirUsage(objDir)
+	}
+	if names, err := filepath.Glob(filepath.Join(packDir, "pack-*.pack")); err == nil {
+		stats.Packs = len(names)
+	}
+	return stats, nil
+}
+
+// existingPacks keeps the packs whose .pack and .idx files exist.
+func existingPacks(objDir string, packs []Hash) []Hash {
+	var out []Hash
+	seen := map[Hash]bool{}
+	for _, p := range packs {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if fileExists(packPath(objDir, p, ".pack")) && fileExists(packPath(objDir, p, ".idx")) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// consolidate merges the smallest gitstore packs when the pack sizes are
+// no longer a geometric progression of ratio 2.
+func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, st *gcState) error {
+	type packSize struct {
+		name Hash
+		size int64
+	}
+	var cands []packSize
+	var keep []Hash // .keep packs: never rewritten
+	for _, p := range st.packs {
+		fi, err := os.Stat(packPath(objDir, p, ".pack"))
+		if err != nil {
+			continue
+		}
+		if fileExists(packPath(objDir, p, ".keep")) {
+			keep = append(keep, p)
+			continue
+		}
+		cands = append(cands, packSize{p, fi.Size()})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].size < cands[j].size })
+	sizes := make([]int64, len(cands))
+	for i, c := range cands {
+		sizes[i] = c.size
+	}
+	n := geometricSplit(sizes)
+	if n < 2 {
+		return nil
+	}
+	var in strings.Builder
+	for _, c := range cands[:n] {
+		idx, err := readPackIndex(objDir, c.name)
+		if err != nil {
+			return err
+		}
+		it, err := idx.Entries()
+		if err != nil {
+			return err
+		}
+		for {
+			e, err := it.Next()
+			if err != nil {
+				break
+			}
+			in.WriteString(e.Hash.String())
+			in.WriteByte('\n')
+		}
+		it.Close()
+	}
+	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", "-q", prefix)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSpace(out)
+	if !plumbing.IsHash(name) {
+		return fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
+	}
+	merged := plumbing.NewHash(name)
+	if err := syncDir(filepath.Dir(prefix)); err != nil {
+		return err
+	}
+	packs := append([]Hash{}, keep...)
+	for _, c := range cands[n:] {
+		packs = append(packs, c.name)
+	}
+	packs = append(packs, merged)
+	// Record the merged pack before deleting the old ones.
+	st.packs = packs
+	if err := writeGCState(s.commonDir, *st); err != nil {
+		return err
+	}
+	for _, c := range cands[:n] {
+		if c.name != merged {
+			removePack(objDir, c.name)
+		}
+	}
+	return nil
+}
+
+// geometricSplit returns how many of the smallest packs (sizes ascending)
+// to merge so that every remaining pack is at least twice the size of all
+// smaller packs together.
+func geometricSplit(sizes []int64) int {
+	prefix := make([]int64, len(sizes)+1)
+	for i, sz := range sizes {
+		prefix[i+1] = prefix[i] + sz
+	}
+	split := 0
+	for k := len(sizes) - 1; k >= 0; k-- {
+		if sizes[k] < 2*prefix[k] {
+			split = k + 1
+			break
+		}
+	}
+	return split
+}
+
+// removePack deletes a pack the way git does (the .idx, which makes the
+// pack visible, last).
+func removePack(objDir string, name Hash) {
+	for _, ext := range []string{".pack", ".rev", ".bitmap", ".mtimes", ".promisor", ".idx"} {
+		os.Remove(packPath(objDir, name, ext))
+	}
+}
+
+// objectDirUsage counts loose objects and sums the disk usage (allocated
+// blocks, like du) of the object directory.
+func objectDirUsage(objDir string) (loose int, size int64) {
+	filepath.WalkDir(objDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		size += diskUsage(fi)
+		dir := filepath.Base(filepath.Dir(p))
+		if len(dir) == 2 && len(d.Name()) == 38 && plumbing.IsHash(dir+d.Name()) {
+			loose++
+		}
+		return nil
+	})
+	return loose, size
+}
+
+// runGit runs the git CLI on the common dir and returns its stdout.
+func (s *Store) runGit(ctx context.Context, gitBin, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, gitBin, append([]string{"--git-dir=" + s.commonDir}, args...)...)
+	cmd.Env = gitEnv()
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("gitstore: git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// gitEnv is the environment without the variables that would point git at
+// another repository (as set inside git hooks).
+func gitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+			"GIT_QUARANTINE_PATH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}

@@ -1,0 +1,422 @@
+package gitstore
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// objectDB reads and writes the objects of one repository.
+//
+// Reads look, in order, at loose objects (read directly), at the packs
+// gitstore's GC wrote (listed in loopx-gc-state; only their indexes are
+// loaded, not the whole repository's), and finally at go-git's storage,
+// which knows every pack and the alternates. When an object is not found,
+// the pack lists are refreshed once and the lookup retried, because another
+// process's GC may have moved loose objects into a new pack.
+//
+// Writes are loose objects, fsynced before they become visible.
+//
+// An objectDB is not goroutine-safe; Store.mu guards it.
+type objectDB struct {
+	commonDir string
+	objDir    string
+	repo      *git.Repository // fallback reader; reopened by refresh
+
+	packsLoaded bool
+	packs       []*packReader
+	deltaCache  cache.Object
+
+	zr io.ReadCloser // reused zlib reader
+}
+
+type packReader struct {
+	name Hash
+	idx  *idxfile.MemoryIndex
+	file *os.File
+	pf   *packfile.Packfile
+}
+
+// osFile adapts *os.File to go-billy's File interface, which go-git's
+// packfile reader wants; the lock methods are never used by it.
+type osFile struct{ *os.File }
+
+func (osFile) Lock() error   { return nil }
+func (osFile) Unlock() error { return nil }
+
+func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
+	return &objectDB{
+		commonDir:  commonDir,
+		objDir:     filepath.Join(commonDir, "objects"),
+		repo:       repo,
+		deltaCache: cache.NewObjectLRU(16 * cache.MiByte),
+	}
+}
+
+func (db *objectDB) close() error {
+	db.closePacks()
+	return nil
+}
+
+func (db *objectDB) closePacks() {
+	for _, p := range db.packs {
+		p.file.Close()
+	}
+	db.packs = nil
+	db.packsLoaded = false
+	db.deltaCache.Clear()
+}
+
+// refresh forgets every cached pack list.
+func (db *objectDB) refresh() {
+	db.closePacks()
+	if r, err := git.PlainOpenWithOptions(db.commonDir, &git.PlainOpenOptions{EnableDotGitCommonDir: true}); err == nil {
+		db.repo = r
+	}
+}
+
+func (db *objectDB) loosePath(h Hash) string {
+	hex := h.String()
+	return filepath.Join(db.objDir, hex[:2], hex[2:])
+}
+
+// errObjectMissing wraps plumbing.ErrObjectNotFound.
+func errObjectMissing(h Hash) error {
+	return fmt.Errorf("gitstore: object %s: %w", h, plumbing.ErrObjectNotFound)
+}
+
+// read returns the type and content of object h.
+func (db *objectDB) read(h Hash) (plumbing.ObjectType, []byte, error) {
+	for attempt := 0; ; attempt++ {
+		t, data, err := db.readOnce(h)
+		if err == nil || attempt > 0 {
+			return t, data, err
+		}
+		// A concurrent GC may have packed (and pruned) the loose object
+		// or replaced a pack we had listed: look again with fresh lists.
+		db.refresh()
+	}
+}
+
+func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
+	t, data, err := db.readLoose(h)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return t, data, err
+	}
+	db.loadPacks()
+	for _, p := range db.packs {
+		if ok, _ := p.idx.Contains(h); !ok {
+			continue
+		}
+		obj, err := p.pf.Get(h)
+		if err != nil {
+			return 0, nil, fmt.Errorf("gitstore: object %s in pack %s: %w", h, p.name, err)
+		}
+		data, err := readEncoded(obj)
+		return obj.Type(), data, err
+	}
+	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return 0, nil, errObjectMissing(h)
+		}
+		return 0, nil, fmt.Errorf("gitstore: object %s: %w", h, err)
+	}
+	data, err = readEncoded(obj)
+	return obj.Type(), data, err
+}
+
+func readEncoded(obj plumbing.EncodedObject) ([]byte, error) {
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, 0, obj.Size())
+	buf := bytes.NewBuffer(data)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readLoose reads a loose object; the error wraps os.ErrNotExist if there
+// is none.
+func (db *objectDB) readLoose(h Hash) (plumbing.ObjectType, []byte, error) {
+	raw, err := os.ReadFile(db.loosePath(h))
+	if err != nil {
+		return 0, nil, err
+	}
+	if db.zr == nil {
+		db.zr, err = zlib.NewReader(bytes.NewReader(raw))
+	} else {
+		err = db.zr.(zlib.Resetter).Reset(bytes.NewReader(raw), nil)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
+	}
+	full, err := io.ReadAll(db.zr)
+	if err != nil {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
+	}
+	nul := bytes.IndexByte(full, 0)
+	if nul < 0 {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad header", h)
+	}
+	typName, sizeStr, ok := bytes.Cut(full[:nul], []byte{' '})
+	if !ok {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad header", h)
+	}
+	t, err := plumbing.ParseObjectType(string(typName))
+	if err != nil {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
+	}
+	size, err := strconv.Atoi(string(sizeStr))
+	if err != nil || size != len(full)-nul-1 {
+		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad size", h)
+	}
+	return t, full[nul+1:], nil
+}
+
+// loadPacks opens the packs listed in the GC state file (once).
+func (db *objectDB) loadPacks() {
+	if db.packsLoaded {
+		return
+	}
+	db.packsLoaded = true
+	st, err := readGCState(db.commonDir)
+	if err != nil {
+		return
+	}
+	for _, name := range st.packs {
+		p, err := openPack(db.objDir, name, db.deltaCache)
+		if err != nil {
+			continue // deleted by someone's git gc: the fallback finds the objects
+		}
+		db.packs = append(db.packs, p)
+	}
+}
+
+func packPath(objDir string, name Hash, ext string) string {
+	return filepath.Join(objDir, "pack", "pack-"+name.String()+ext)
+}
+
+// readPackIndex decodes the .idx of pack name.
+func readPackIndex(objDir string, name Hash) (*idxfile.MemoryIndex, error) {
+	f, err := os.Open(packPath(objDir, name, ".idx"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, fmt.Errorf("gitstore: pack index %s: %w", name, err)
+	}
+	if Hash(idx.PackfileChecksum) != name {
+		return nil, fmt.Errorf("gitstore: pack index %s: checksum mismatch", name)
+	}
+	return idx, nil
+}
+
+func openPack(objDir string, name Hash, c cache.Object) (*packReader, error) {
+	idx, err := readPackIndex(objDir, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(packPath(objDir, name, ".pack"))
+	if err != nil {
+		return nil, err
+	}
+	return &packReader{
+		name: name,
+		idx:  idx,
+		file: f,
+		pf:   packfile.NewPackfileWithCache(idx, nil, osFile{f}, c, 0),
+	}, nil
+}
+
+// has reports whether object h exists as a loose object or in one of
+// gitstore's packs. It does not consult other packs (that would load every
+// pack index of the repository): at worst an object is written loose again,
+// which git tolerates.
+func (db *objectDB) has(h Hash) bool {
+	if _, err := os.Lstat(db.loosePath(h)); err == nil {
+		return true
+	}
+	db.loadPacks()
+	for _, p := range db.packs {
+		if ok, _ := p.idx.Contains(h); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// newObject is an object to be written.
+type newObject struct {
+	hash Hash
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+func hashObject(t plumbing.ObjectType, data []byte) Hash {
+	return plumbing.ComputeHash(t, data)
+}
+
+var tmpCounter atomic.Uint64
+
+// write stores objs as loose objects, skipping those that exist. Every new
+// object file and every directory entry naming one is fsynced before write
+// returns, so that a ref may then point at them.
+func (db *objectDB) write(objs []newObject) error {
+	type pending struct {
+		tmp, final string
+		f          *os.File
+	}
+	var todo []pending
+	defer func() {
+		for _, p := range todo {
+			if p.f != nil {
+				p.f.Close()
+			}
+			if p.tmp != "" {
+				os.Remove(p.tmp)
+			}
+		}
+	}()
+	dirs := map[string]bool{} // dir → created now (its parent needs a sync too)
+	seen := map[Hash]bool{}
+	for _, o := range objs {
+		if seen[o.hash] || db.has(o.hash) {
+			continue
+		}
+		seen[o.hash] = true
+		final := db.loosePath(o.hash)
+		dir := filepath.Dir(final)
+		if _, ok := dirs[dir]; !ok {
+			created := false
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(dir, 0o777); err != nil {
+					return err
+				}
+				created = true
+			}
+			dirs[dir] = created
+		}
+		tmp := filepath.Join(dir, fmt.Sprintf("tmp_obj_loopx_%d_%d", os.Getpid(), tmpCounter.Add(1)))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, pending{tmp: tmp, final: final, f: f})
+		if err := writeCompressed(f, o.typ, o.data); err != nil {
+			return err
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// fsync the files concurrently: the file system can merge the journal
+	// commits.
+	if err := parallel(len(todo), func(i int) error { return todo[i].f.Sync() }); err != nil {
+		return err
+	}
+	for i := range todo {
+		p := &todo[i]
+		if err := p.f.Close(); err != nil {
+			p.f = nil
+			return err
+		}
+		p.f = nil
+		// Like git: link, then remove the temporary name; an existing
+		// object with the same name is the same object.
+		if err := os.Link(p.tmp, p.final); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := os.Rename(p.tmp, p.final); err != nil {
+				return err
+			}
+		}
+		os.Remove(p.tmp)
+		p.tmp = ""
+	}
+	var syncDirs []string
+	for dir, created := range dirs {
+		syncDirs = append(syncDirs, dir)
+		if created {
+			syncDirs = append(syncDirs, db.objDir)
+		}
+	}
+	syncDirs = dedupe(syncDirs)
+	return parallel(len(syncDirs), func(i int) error { return syncDir(syncDirs[i]) })
+}
+
+func dedupe(s []string) []string {
+	seen := make(map[string]bool, len(s))
+	out := s[:0]
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// writeCompressed writes the loose-object encoding of an object to w.
+func writeCompressed(w io.Writer, t plumbing.ObjectType, data []byte) error {
+	zw, err := zlib.NewWriterLevel(w, zlib.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(zw, "%s %d\x00", t, len(data)); err != nil {
+		return err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// parallel runs fn(0..n-1) concurrently and returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// syncDir fsyncs a directory, so that the names just created in it survive
+// a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !syncDirUnsupported(err) {
+		return fmt.Errorf("gitstore: fsync %s: %w", dir, err)
+	}
+	return nil
+}

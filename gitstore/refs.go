@@ -1,0 +1,352 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Head returns the current value of the store's ref, or ZeroHash if the ref
+// does not exist. It reads the loose ref file, else packed-refs, as git
+// does; both are replaced by rename, so a reader never sees a partial value.
+func (s *Store) Head() (Hash, error) {
+	return readRef(s.commonDir, s.ref)
+}
+
+// readRef reads ref (a full name under refs/) from the common dir.
+func readRef(commonDir, ref string) (Hash, error) {
+	name := filepath.Join(commonDir, filepath.FromSlash(ref))
+	// Writers replace the file by rename, so its content is always
+	// complete; tolerate a few odd reads anyway (a writer that does not
+	// follow git's protocol, or an exotic file system).
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * time.Millisecond)
+		}
+		b, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) || isDirError(err, name) {
+			return readPackedRef(commonDir, ref)
+		}
+		if err != nil {
+			return ZeroHash, fmt.Errorf("gitstore: read %s: %w", ref, err)
+		}
+		h, err := parseRefContent(b)
+		if err == nil {
+			return h, nil
+		}
+		lastErr = fmt.Errorf("gitstore: ref %s: %w", ref, err)
+	}
+	return ZeroHash, lastErr
+}
+
+// isDirError reports whether reading name failed because it is a directory
+// (refs/loopx/state/... used as a namespace): the ref is then absent.
+func isDirError(err error, name string) bool {
+	if err == nil {
+		return false
+	}
+	fi, statErr := os.Stat(name)
+	return statErr == nil && fi.IsDir()
+}
+
+func parseRefContent(b []byte) (Hash, error) {
+	line := strings.TrimRight(string(b), "\n")
+	if strings.HasPrefix(line, "ref:") {
+		return ZeroHash, fmt.Errorf("is a symbolic ref (%s)", strings.TrimSpace(line[4:]))
+	}
+	if len(line) != 40 || !plumbing.IsHash(line) {
+		return ZeroHash, fmt.Errorf("bad content %q", truncate(line, 60))
+	}
+	return plumbing.NewHash(line), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// readPackedRef looks ref up in packed-refs.
+func readPackedRef(commonDir, ref string) (Hash, error) {
+	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ZeroHash, nil
+	}
+	if err != nil {
+		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' || line[40] != ' ' {
+			continue
+		}
+		if string(line[41:]) == ref {
+			hex := string(line[:40])
+			if !plumbing.IsHash(hex) {
+				return ZeroHash, fmt.Errorf("gitstore: packed-refs: bad value for %s", ref)
+			}
+			return plumbing.NewHash(hex), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", err)
+	}
+	return ZeroHash, nil
+}
+
+// Ref lock protocol.
+//
+// The ref moves exactly as git moves it: <ref>.lock is created exclusively,
+// the current value is verified under it, the lock file (holding the new
+// value) is fsynced and renamed over the ref, and the directory is fsynced.
+// Any git command updating the ref meanwhile fails to create the lock (git
+// retries for core.filesRefLockTimeout, 100ms by default), and loopx waits
+// briefly for a git-held lock, so neither loses the other's update.
+//
+// Stale locks. A loopx process killed between creating <ref>.lock and the
+// rename would leave the lock behind and, as with git, block every later
+// update. To recognise its own locks, loopx does not create <ref>.lock
+// empty: it first writes the new value to <commondir>/loopx-reflock.<pid>.<n>
+// (fsynced), then hard-links that file to <ref>.lock, which is just as
+// atomic and exclusive as O_CREAT|O_EXCL. A <ref>.lock that is the same file
+// (same inode) as some loopx-reflock.<pid>.<n> was therefore made by loopx
+// process <pid>. Such a lock is removed as stale when <pid> is no longer
+// running, or when the lock is older than staleLockAge (pid reuse). Writers
+// hold the exclusive fence, so no live loopx writer can be inside this
+// protocol at the same time; the pid check only guards against a caller that
+// commits without the fence. A lock without a loopx twin is git's (or
+// unknown): it is never removed; after refLockWait, Commit fails with
+// ErrBusy naming the file, as git would. On file systems without hard
+// links, the lock is created directly with O_CREAT|O_EXCL and cannot be
+// recognised later.
+
+const (
+	refLockWait     = time.Second
+	staleLockAge    = 10 * time.Second
+	refLockTmpGlob  = "loopx-reflock.*"
+	refLockTmpStart = "loopx-reflock."
+)
+
+var refLockCounter atomic.Uint64
+
+// testHook, if set, is called at named points of Commit (tests use it to
+// widen crash windows).
+var testHook func(point string)
+
+func hook(point string) {
+	if testHook != nil {
+		testHook(point)
+	}
+}
+
+// updateRef moves the ref from expected to newHash.
+func (s *Store) updateRef(expected, newHash Hash, reflogMsg string, who string) error {
+	refPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref))
+	lockPath := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
+		return fmt.Errorf("gitstore: %w", err)
+	}
+	content := []byte(newHash.String() + "\n")
+
+	// The twin: our claim on the lock, holding the new value.
+	tmp := filepath.Join(s.commonDir, fmt.Sprintf("%s%d.%d", refLockTmpStart, os.Getpid(), refLockCounter.Add(1)))
+	if err := writeFileSync(tmp, content); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("gitstore: %w", err)
+	}
+	defer os.Remove(tmp) // after the lock is renamed or removed
+
+	if err := s.acquireRefLock(tmp, lockPath, content); err != nil {
+		return err
+	}
+	hook("ref-locked")
+	locked := true
+	defer func() {
+		if locked {
+			os.Remove(lockPath)
+		}
+	}()
+
+	cur, err := readRef(s.commonDir, s.ref)
+	if err != nil {
+		return err
+	}
+	if cur != expected {
+		return fmt.Errorf("gitstore: %s is %s, expected %s: %w", s.ref, shortHash(cur), shortHash(expected), ErrConflict)
+	}
+	if err := os.Rename(lockPath, refPath); err != nil {
+		return fmt.Errorf("gitstore: %w", err)
+	}
+	locked = false
+	hook("ref-renamed")
+	if err := syncDir(filepath.Dir(refPath)); err != nil {
+		return err
+	}
+	s.appendReflog(expected, newHash, who, reflogMsg)
+	return nil
+}
+
+func shortHash(h Hash) string {
+	if h.IsZero() {
+		return "absent"
+	}
+	return h.String()[:12]
+}
+
+// acquireRefLock creates lockPath as a hard link to tmp (or, failing hard
+// links, exclusively with content), waiting up to refLockWait for a lock
+// held by someone else and removing stale loopx locks.
+func (s *Store) acquireRefLock(tmp, lockPath string, content []byte) error {
+	deadline := time.Now().Add(refLockWait)
+	delay := time.Millisecond
+	for {
+		err := os.Link(tmp, lockPath)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			// No hard links here: plain exclusive create.
+			f, cerr := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+			if cerr == nil {
+				_, werr := f.Write(content)
+				if werr == nil {
+					werr = f.Sync()
+				}
+				if cerr := f.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					os.Remove(lockPath)
+					return fmt.Errorf("gitstore: %w", werr)
+				}
+				return nil
+			}
+			if !errors.Is(cerr, os.ErrExist) {
+				return fmt.Errorf("gitstore: create %s: %w", lockPath, cerr)
+			}
+		}
+		if s.removeStaleRefLock(lockPath) {
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gitstore: %s exists (held by another git process, or left by a crashed one: remove it if no git process is running): %w", lockPath, ErrBusy)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
+// removeStaleRefLock removes lockPath if it is a stale loopx lock (see the
+// protocol above) and reports whether it did.
+func (s *Store) removeStaleRefLock(lockPath string) bool {
+	lfi, err := os.Lstat(lockPath)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) // gone meanwhile: retry at once
+	}
+	twin, pid := s.findLockTwin(lfi)
+	if twin == "" {
+		return false
+	}
+	if processAlive(pid) && time.Since(lfi.ModTime()) < staleLockAge {
+		return false
+	}
+	// Remove the lock before its twin, so that a lock always has one.
+	if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	os.Remove(twin)
+	return true
+}
+
+// findLockTwin returns the loopx-reflock file that is the same file as lfi,
+// and the pid that created it.
+func (s *Store) findLockTwin(lfi os.FileInfo) (string, int) {
+	names, _ := filepath.Glob(filepath.Join(s.commonDir, refLockTmpGlob))
+	for _, name := range names {
+		fi, err := os.Lstat(name)
+		if err != nil || !os.SameFile(fi, lfi) {
+			continue
+		}
+		rest := strings.TrimPrefix(filepath.Base(name), refLockTmpStart)
+		pidStr, _, _ := strings.Cut(rest, ".")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil {
+			continue
+		}
+		return name, pid
+	}
+	return "", 0
+}
+
+// cleanRefLockTwins removes loopx-reflock files left by dead processes
+// (crashes before the link or after the rename). Callers hold the exclusive
+// fence.
+func (s *Store) cleanRefLockTwins() {
+	names, _ := filepath.Glob(filepath.Join(s.commonDir, refLockTmpGlob))
+	if len(names) == 0 {
+		return
+	}
+	lockPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref)) + ".lock"
+	lfi, lerr := os.Lstat(lockPath)
+	for _, name := range names {
+		rest := strings.TrimPrefix(filepath.Base(name), refLockTmpStart)
+		pidStr, _, _ := strings.Cut(rest, ".")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		if lerr == nil {
+			if fi, err := os.Lstat(name); err == nil && os.SameFile(fi, lfi) {
+				os.Remove(lockPath) // its stale lock first
+			}
+		}
+		os.Remove(name)
+	}
+}
+
+// writeFileSync creates name with data and fsyncs it.
+func writeFileSync(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// appendReflog appends a line to the ref's reflog if it exists (git creates
+// reflogs for refs outside refs/heads, refs/remotes and refs/notes only with
+// core.logAllRefUpdates=always; an existing one is always appended to).
+// Failures are ignored: the reflog is advisory.
+func (s *Store) appendReflog(old, new Hash, who, msg string) {
+	name := filepath.Join(s.commonDir, "logs", filepath.FromSlash(s.ref))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	msg, _, _ = strings.Cut(msg, "\n")
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s %s\t%s\n", old, new, who, msg)
+	f.Write(b.Bytes())
+}

@@ -1,0 +1,179 @@
+package gitstore
+
+import (
+	"sort"
+	"time"
+)
+
+// Snapshot is the content of the store at one commit. It is immutable and
+// may be used from several goroutines (reads go through the Store).
+type Snapshot struct {
+	s    *Store
+	rev  Hash
+	tree Hash // ZeroHash for the empty snapshot
+	when time.Time
+}
+
+// Entry is a child of a directory (see Snapshot.List).
+type Entry struct {
+	Name string
+	Dir  bool
+}
+
+// Snapshot returns the snapshot at commit rev; rev == ZeroHash gives the
+// empty snapshot.
+func (s *Store) Snapshot(rev Hash) (*Snapshot, error) {
+	sn := &Snapshot{s: s, rev: rev}
+	if rev.IsZero() {
+		return sn, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	c, err := s.readCommit(rev)
+	if err != nil {
+		return nil, err
+	}
+	sn.tree = c.tree
+	sn.when = c.committer.When
+	return sn, nil
+}
+
+// Revision returns the commit the snapshot shows (ZeroHash if empty).
+func (sn *Snapshot) Revision() Hash { return sn.rev }
+
+// Time returns the committer time of the commit (zero if empty).
+func (sn *Snapshot) Time() time.Time { return sn.when }
+
+// Read returns the content of the file at path ("a/b/c.yaml"). ok is false
+// if there is no file there (missing, or a directory).
+func (sn *Snapshot) Read(path string) (data []byte, ok bool, err error) {
+	if err := validatePath(path); err != nil {
+		return nil, false, err
+	}
+	if sn.tree.IsZero() {
+		return nil, false, nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false, errClosed
+	}
+	e, found, err := s.lookup(sn.tree, splitPath(path))
+	if err != nil || !found || !e.isBlob() {
+		return nil, false, err
+	}
+	data, err = s.readBlob(e.hash)
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// readBlob returns the content of blob h. Callers hold s.mu.
+func (s *Store) readBlob(h Hash) ([]byte, error) {
+	_, data, err := s.odb.read(h)
+	return data, err
+}
+
+// List returns the direct children of dir ("" is the root), sorted by name.
+// A missing dir (or a file) gives nil, nil.
+func (sn *Snapshot) List(dir string) ([]Entry, error) {
+	if err := validateDir(dir); err != nil {
+		return nil, err
+	}
+	if sn.tree.IsZero() {
+		return nil, nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	e, found, err := s.lookup(sn.tree, splitPath(dir))
+	if err != nil || !found || !e.isDir() {
+		return nil, err
+	}
+	t, err := s.loadTree(e.hash)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(t.entries))
+	for i := range t.entries {
+		te := &t.entries[i]
+		if te.isDir() || te.isBlob() {
+			out = append(out, Entry{Name: te.name, Dir: te.isDir()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Walk calls fn for every file under dir ("" is the root), recursively, in
+// sorted path order, with the file's full path. It stops at the first error
+// fn returns and returns it. A missing dir walks nothing.
+//
+// fn runs without the Store's lock held, so it may use the Store.
+func (sn *Snapshot) Walk(dir string, fn func(path string, data []byte) error) error {
+	if err := validateDir(dir); err != nil {
+		return err
+	}
+	if sn.tree.IsZero() {
+		return nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	e, found, err := s.lookup(sn.tree, splitPath(dir))
+	s.mu.Unlock()
+	if err != nil || !found || !e.isDir() {
+		return err
+	}
+	return sn.walkTree(dir, e.hash, fn)
+}
+
+func (sn *Snapshot) walkTree(prefix string, h Hash, fn func(path string, data []byte) error) error {
+	s := sn.s
+	s.mu.Lock()
+	var t *tree
+	err := errClosed
+	if !s.closed {
+		t, err = s.loadTree(h)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// Git order is sorted full-path order: a directory sorts as name+"/".
+	for i := range t.entries {
+		e := t.entries[i]
+		p := e.name
+		if prefix != "" {
+			p = prefix + "/" + e.name
+		}
+		switch {
+		case e.isDir():
+			if err := sn.walkTree(p, e.hash, fn); err != nil {
+				return err
+			}
+		case e.isBlob():
+			s.mu.Lock()
+			var data []byte
+			err := errClosed
+			if !s.closed {
+				data, err = s.readBlob(e.hash)
+			}
+			s.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			if err := fn(p, data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,531 @@
+package lease
+
+// task-lease acquire (fresh execution and takeover), and the write-scope
+// conflict scan it shares with transfer and the claims code.
+//
+// Decisions (where contract section 5 is silent):
+//   - Check order: request fields (goal, todo, owner, key, expected version,
+//     TTL, scopes) → goal exists → receipt replay → goal active → todo exists,
+//     not archived (todo_archived), open (todo_not_open) → owner registered,
+//     not excluded, bound agent, claim → effective lease of another execution
+//     (todo_lease_conflict) → key reuse → expected version → scope conflicts →
+//     generation exhaustion. Nothing is written before the last check passes.
+//   - A new execution never reuses a key the todo has seen: any earlier
+//     holder's key, and also the current execution's key when no acquire
+//     receipt of this identity exists (e.g. a key received by transfer, or an
+//     expired execution's key). Both are idempotency_key_reuse.
+//   - The same owner with a different key while its own execution is
+//     effective is "another execution": todo_lease_conflict.
+//   - A takeover ends the previous execution in the holder history with
+//     reason "expired" when it was past its expiry, "taken_over" when it was
+//     unexpired but no longer effective; a released execution was already
+//     ended "released".
+//   - The stored scope set is sorted and de-duplicated; an empty set is
+//     allowed and never conflicts.
+//   - ScopesOverlap is case-sensitive (Git paths are) and conservative: a
+//     scope also covers everything below it (a literal "src" overlaps
+//     "src/a.go"), and a pattern it cannot analyse overlaps everything.
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// AcquireRequest starts a new execution on a todo (or takes an ineffective
+// lease over).
+type AcquireRequest struct {
+	Goal, Todo, Owner, IdempotencyKey string
+	ExpectedVersion                   *int64 // optional; 0 when the todo has no lease
+	TTLSeconds                        int64
+	WriteScopes                       []string
+}
+
+// Acquire decides a task-lease acquire.
+func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
+	if err := CheckGoalID(req.Goal); err != nil {
+		return nil, err
+	}
+	if err := CheckTodoID(req.Todo); err != nil {
+		return nil, err
+	}
+	if err := CheckAgentID("owner", req.Owner); err != nil {
+		return nil, err
+	}
+	if err := CheckIdempotencyKey("idempotency key", req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if req.ExpectedVersion != nil {
+		if err := checkExpectedVersion(*req.ExpectedVersion); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckTTL(req.TTLSeconds); err != nil {
+		return nil, err
+	}
+	if err := CheckScopes(req.WriteScopes); err != nil {
+		return nil, err
+	}
+	scopes := normalizeScopeSet(req.WriteScopes)
+	g, err := RequireGoal(v, req.Goal)
+	if err != nil {
+		return nil, err
+	}
+
+	id := AcquireReceiptID(req.Goal, req.Todo, req.Owner, req.IdempotencyKey)
+	digest := acquireDigest(id, req.ExpectedVersion, req.TTLSeconds, scopes)
+	rec, err := findReceipt(v, req.Goal, id, digest)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		return acquireReplay(v, rec, now)
+	}
+
+	if g.Status != GoalActive {
+		return nil, Errorf(CodeGoalArchived, "goal %s is archived", g.ID)
+	}
+	t, err := RequireTodo(v, req.Goal, req.Todo)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireWorkableTodo(t); err != nil {
+		return nil, err
+	}
+	if _, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+		return nil, err
+	}
+	if err := executionEligibility(t, req.Owner, true, now); err != nil {
+		return nil, err
+	}
+	cur, err := v.Lease(req.Goal, req.Todo)
+	if err != nil {
+		return nil, err
+	}
+	curEffective, err := leaseIsEffective(v, req.Goal, cur, now)
+	if err != nil {
+		return nil, err
+	}
+	if curEffective && (cur.Owner != req.Owner || cur.IdempotencyKey != req.IdempotencyKey) {
+		return nil, Errorf(CodeTodoLeaseConflict, "todo %s has an effective task lease held by %s (epoch %d, expires %s)",
+			req.Todo, cur.Owner, cur.Epoch, cur.ExpiresAt.UTC().Format(time.RFC3339)).With("lease_owner", cur.Owner)
+	}
+	if keySeen(cur, req.IdempotencyKey) {
+		return nil, keyReuse("idempotency key", req.IdempotencyKey)
+	}
+	current := int64(0)
+	if cur != nil {
+		current = cur.Version
+	}
+	if req.ExpectedVersion != nil && *req.ExpectedVersion != current {
+		return nil, VersionMismatch(*req.ExpectedVersion, current, v.Revision)
+	}
+	conflicts, err := ScopeConflicts(v, req.Goal, req.Todo, scopes, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(conflicts) > 0 {
+		return nil, scopeConflictError(conflicts)
+	}
+	if cur != nil && (cur.Version >= MaxGeneration || cur.Epoch >= MaxGeneration) {
+		return nil, generationExhausted(req.Todo)
+	}
+
+	l := startExecution(cur, req.Todo, req.Owner, req.IdempotencyKey, req.TTLSeconds, now)
+	l.WriteScopes = scopes
+	v.PutLease(req.Goal, l)
+	ev := req.ExpectedVersion
+	if ev != nil {
+		c := *ev
+		ev = &c
+	}
+	r := writeReceipt(v, &Receipt{ID: id, Operation: OpLeaseAcquire, GoalID: req.Goal, TodoID: req.Todo,
+		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: ev,
+		RequestDigest: digest, Status: StatusApplied}, l, now)
+	return appliedOutcome(v, r, l, true, now)
+}
+
+// startExecution returns the lease of a new execution after cur (nil when the
+// todo never had a lease): version+1, epoch+1, the previous holder ended.
+func startExecution(cur *Lease, todo, owner, key string, ttl int64, now time.Time) *Lease {
+	l := &Lease{TodoID: todo, Status: LeaseActive}
+	if cur != nil {
+		l = cloneLeaseRecord(cur)
+		if cur.Status == LeaseActive {
+			reason := EndTakenOver
+			if !now.Before(cur.ExpiresAt) {
+				reason = EndExpired
+			}
+			endCurrentHolder(l, now, reason)
+		}
+	}
+	l.Owner, l.IdempotencyKey = owner, key
+	l.Version++
+	l.Epoch++
+	l.Status = LeaseActive
+	l.AcquiredAt = now
+	l.RenewedAt = nil
+	l.ReleasedAt = nil
+	l.ExpiresAt = now.Add(time.Duration(ttl) * time.Second)
+	l.Holders = append(l.Holders, Holder{Epoch: l.Epoch, Owner: owner, IdempotencyKey: key, StartedAt: now})
+	return l
+}
+
+// endCurrentHolder ends the last holder (if still open) at now with reason.
+func endCurrentHolder(l *Lease, now time.Time, reason string) {
+	if n := len(l.Holders); n > 0 && l.Holders[n-1].EndedAt == nil {
+		t := now
+		l.Holders[n-1].EndedAt = &t
+		l.Holders[n-1].EndReason = reason
+	}
+}
+
+// acquireReplay answers an exact acquire retry: it succeeds only while the
+// receipt's execution is still the current, effective one.
+func acquireReplay(v *View, r *Receipt, now time.Time) (*Outcome, error) {
+	cur, err := v.Lease(r.GoalID, r.TodoID)
+	if err != nil {
+		return nil, err
+	}
+	eff, err := leaseIsEffective(v, r.GoalID, cur, now)
+	if err != nil {
+		return nil, err
+	}
+	if !eff || r.Lease == nil || cur.Owner != r.Owner || cur.IdempotencyKey != r.IdempotencyKey || cur.Epoch != r.Lease.Epoch {
+		e := Errorf(CodeExecutionNotCurrent, "execution %s of %s on todo %s is no longer the current effective lease (transferred, expired, released or no longer eligible): inspect the lease and start a new execution with a new key",
+			r.IdempotencyKey, r.Owner, r.TodoID).With("receipt_id", r.ID)
+		if cur != nil {
+			e.With("current_version", cur.Version).With("current_epoch", cur.Epoch)
+		}
+		return nil, e
+	}
+	return replayOutcome(v, r, now)
+}
+
+// ScopeConflict is one effective lease of another todo whose scope overlaps
+// a requested scope.
+type ScopeConflict struct {
+	TodoID string `json:"todo_id"`
+	Owner  string `json:"owner"`
+	Scope  string `json:"scope"`
+}
+
+func scopeConflictError(conflicts []ScopeConflict) *Error {
+	c := conflicts[0]
+	msg := "write scope overlaps " + c.Scope + " held by " + c.Owner + " on " + c.TodoID
+	if len(conflicts) > 1 {
+		msg += " (and more, see conflicts)"
+	}
+	return Errorf(CodeWriteScopeConflict, "%s", msg).With("conflicts", conflicts)
+}
+
+// ScopeConflicts returns every effective lease of another todo of the goal
+// (all lease records are scanned, never a page) holding a scope that overlaps
+// one of scopes, sorted by todo id and scope. An empty scope list never
+// conflicts.
+func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) ([]ScopeConflict, error) {
+	if len(scopes) == 0 {
+		return nil, nil
+	}
+	leases, err := v.Leases(goal)
+	if err != nil {
+		return nil, err
+	}
+	var out []ScopeConflict
+	for _, l := range leases {
+		if l.TodoID == todo || len(l.WriteScopes) == 0 {
+			continue
+		}
+		eff, err := leaseIsEffective(v, goal, l, now)
+		if err != nil {
+			return nil, err
+		}
+		if !eff {
+			continue
+		}
+		for _, held := range normalizeScopeSet(l.WriteScopes) {
+			for _, want := range scopes {
+				if ScopesOverlap(held, want) {
+					out = append(out, ScopeConflict{TodoID: l.TodoID, Owner: l.Owner, Scope: held})
+					break
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ScopeConflict) int {
+		if c := strings.Compare(a.TodoID, b.TodoID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Scope, b.Scope)
+	})
+	return out, nil
+}
+
+// ScopesOverlap reports whether two write scopes (doublestar globs) may name
+// a common path. A scope also covers everything below what it matches, so a
+// literal directory overlaps the files in it. When a pattern cannot be
+// analysed the answer is true.
+func ScopesOverlap(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	const limit = 64
+	var as, bs []string
+	if !expandBraces(a, &as, limit) || !expandBraces(b, &bs, limit) {
+		return true
+	}
+	parse := func(ps []string) ([][]globSeg, bool) {
+		out := make([][]globSeg, 0, len(ps))
+		for _, p := range ps {
+			segs, ok := parseGlobPath(p + "/**")
+			if !ok {
+				return nil, false
+			}
+			out = append(out, segs)
+		}
+		return out, true
+	}
+	pa, ok1 := parse(as)
+	pb, ok2 := parse(bs)
+	if !ok1 || !ok2 {
+		return true
+	}
+	for _, x := range pa {
+		for _, y := range pb {
+			if globPathsIntersect(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expandBraces appends the brace alternatives of p ("{a,b}/x" → "a/x",
+// "b/x") to out. false when braces are unbalanced or more than limit
+// alternatives result.
+func expandBraces(p string, out *[]string, limit int) bool {
+	start, inClass := -1, false
+	for i := 0; i < len(p) && start < 0; i++ {
+		switch c := p[i]; {
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+		case c == '{':
+			start = i
+		}
+	}
+	if start < 0 {
+		if len(*out) >= limit {
+			return false
+		}
+		*out = append(*out, p)
+		return true
+	}
+	depth, end, cuts := 0, -1, []int{start}
+	inClass = false
+	for i := start; i < len(p) && end < 0; i++ {
+		switch c := p[i]; {
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 {
+				end = i
+			}
+		case c == ',' && depth == 1:
+			cuts = append(cuts, i)
+		}
+	}
+	if end < 0 {
+		return false
+	}
+	cuts = append(cuts, end)
+	for k := 0; k+1 < len(cuts); k++ {
+		alt := p[cuts[k]+1 : cuts[k+1]]
+		if !expandBraces(p[:start]+alt+p[end+1:], out, limit) {
+			return false
+		}
+	}
+	return true
+}
+
+// globTok is one element of a path-segment pattern.
+type globTok struct {
+	kind   byte // 'c' literal, '?' any one char, '*' any run, '[' class
+	ch     rune
+	neg    bool
+	ranges [][2]rune
+}
+
+// globSeg is one path segment of a pattern; star is a whole "**" segment
+// (zero or more segments).
+type globSeg struct {
+	star bool
+	toks []globTok
+}
+
+func parseGlobPath(p string) ([]globSeg, bool) {
+	var out []globSeg
+	for _, s := range strings.Split(p, "/") {
+		if s == "**" {
+			out = append(out, globSeg{star: true})
+			continue
+		}
+		toks, ok := parseGlobSegment(s)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, globSeg{toks: toks})
+	}
+	return out, true
+}
+
+func parseGlobSegment(s string) ([]globTok, bool) {
+	rs := []rune(s)
+	var out []globTok
+	for i := 0; i < len(rs); i++ {
+		switch r := rs[i]; r {
+		case '*':
+			if n := len(out); n == 0 || out[n-1].kind != '*' {
+				out = append(out, globTok{kind: '*'})
+			}
+		case '?':
+			out = append(out, globTok{kind: '?'})
+		case '\\':
+			return nil, false
+		case '[':
+			j, tok := i+1, globTok{kind: '['}
+			if j < len(rs) && (rs[j] == '!' || rs[j] == '^') {
+				tok.neg = true
+				j++
+			}
+			closed := false
+			for j < len(rs) {
+				if rs[j] == ']' {
+					closed = true
+					break
+				}
+				if rs[j] == '\\' {
+					return nil, false
+				}
+				lo, hi := rs[j], rs[j]
+				if j+2 < len(rs) && rs[j+1] == '-' && rs[j+2] != ']' {
+					hi = rs[j+2]
+					j += 3
+				} else {
+					j++
+				}
+				if hi < lo {
+					return nil, false
+				}
+				tok.ranges = append(tok.ranges, [2]rune{lo, hi})
+			}
+			if !closed || len(tok.ranges) == 0 {
+				return nil, false
+			}
+			out = append(out, tok)
+			i = j
+		default:
+			out = append(out, globTok{kind: 'c', ch: r})
+		}
+	}
+	return out, true
+}
+
+func (t globTok) classHas(r rune) bool {
+	in := false
+	for _, rg := range t.ranges {
+		if rg[0] <= r && r <= rg[1] {
+			in = true
+			break
+		}
+	}
+	return in != t.neg
+}
+
+// globCharsIntersect reports whether some single character matches both
+// tokens (conservatively true for negated classes against classes).
+func globCharsIntersect(a, b globTok) bool {
+	switch {
+	case a.kind == '*' || a.kind == '?' || b.kind == '*' || b.kind == '?':
+		return true
+	case a.kind == 'c' && b.kind == 'c':
+		return a.ch == b.ch
+	case a.kind == 'c':
+		return b.classHas(a.ch)
+	case b.kind == 'c':
+		return a.classHas(b.ch)
+	case a.neg || b.neg:
+		return true
+	}
+	for _, x := range a.ranges {
+		for _, y := range b.ranges {
+			if x[0] <= y[1] && y[0] <= x[1] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// productNonEmpty searches the product of two patterns, each a sequence of n
+// (resp. m) elements where a star element may match zero or more items, for
+// a path from (0,0) to (n,m). step(i,j) says whether one item can be
+// consumed by element i of the first and j of the second pattern.
+func productNonEmpty(n, m int, starA func(int) bool, starB func(int) bool, step func(int, int) bool) bool {
+	seen := make([]bool, (n+1)*(m+1))
+	stack := make([][2]int, 0, 8)
+	push := func(i, j int) {
+		if k := i*(m+1) + j; !seen[k] {
+			seen[k] = true
+			stack = append(stack, [2]int{i, j})
+		}
+	}
+	push(0, 0)
+	for len(stack) > 0 {
+		i, j := stack[len(stack)-1][0], stack[len(stack)-1][1]
+		stack = stack[:len(stack)-1]
+		if i == n && j == m {
+			return true
+		}
+		sa, sb := i < n && starA(i), j < m && starB(j)
+		if sa {
+			push(i+1, j)
+		}
+		if sb {
+			push(i, j+1)
+		}
+		if i < n && j < m && step(i, j) {
+			ni, nj := i+1, j+1
+			if sa {
+				ni = i
+			}
+			if sb {
+				nj = j
+			}
+			push(ni, nj)
+		}
+	}
+	return false
+}
+
+func globSegmentsIntersect(a, b []globTok) bool {
+	return productNonEmpty(len(a), len(b),
+		func(i int) bool { return a[i].kind == '*' },
+		func(j int) bool { return b[j].kind == '*' },
+		func(i, j int) bool { return globCharsIntersect(a[i], b[j]) })
+}
+
+func globPathsIntersect(a, b []globSeg) bool {
+	return productNonEmpty(len(a), len(b),
+		func(i int) bool { return a[i].star },
+		func(j int) bool { return b[j].star },
+		func(i, j int) bool {
+			return a[i].star || b[j].star || globSegmentsIntersect(a[i].toks, b[j].toks)
+		})
+}

@@ -1,0 +1,184 @@
+package lease
+
+// todo ready and todo ready --claim (contract section 4).
+//
+// Decisions written down here:
+//   - Ready for agent A lists the todos that are open and not archived;
+//     unclaimed, or whose effective claim A holds (as claimed_by or scope
+//     agent); whose dependencies are all satisfied (OpenDependencies: done,
+//     or superseded without an open replacement); that A may work on (not
+//     excluded; a bound todo only for its bound agent, unless A already
+//     holds its claim); whose own lease is not an effective lease of another
+//     agent; and whose required write scopes overlap no effective lease of
+//     ANOTHER todo (the acquire rule, so whatever ready lists can be
+//     acquired: a lease A holds on another todo counts too). Sorted by
+//     SortTodos: priority (P0 first), created_at, id.
+//   - A must be registered (agent_not_registered). Without an agent (""),
+//     eligibility is not checked and only unclaimed todos without an
+//     effective lease are listed. An archived goal has no ready todos.
+//   - ready --claim claims at most ONE todo per call. If A already holds,
+//     as claimed_by, the effective claim of a ready todo, that todo is the
+//     answer (a re-claim keeping its scope agent: no_change, or a TTL refresh
+//     / lease acquire when asked; a refusal is returned, never a second
+//     todo claimed), so a retry after a lost response never claims a second todo
+//     and no agent collects todos by calling it repeatedly. Otherwise the
+//     first ready unclaimed todo is claimed. A todo whose claim A holds only
+//     as scope agent is the orchestrator's claim and is not re-claimed. A
+//     candidate that the claim refuses for a state reason (conflicting
+//     claim, lease or scope, exclusion, key reuse, ...) is skipped and the
+//     next one tried. No candidate: status no_change, nothing written,
+//     "claimed": false and "todo": null.
+//   - The operation of ready --claim is "todo.claim" (its commit is a claim).
+
+import (
+	"slices"
+	"time"
+)
+
+// Ready returns the todos agent can start now (see the decisions above).
+func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
+	g, err := RequireGoal(v, goal)
+	if err != nil {
+		return nil, err
+	}
+	if agent != "" {
+		if _, err := RequireAgent(v, goal, "agent id", agent); err != nil {
+			return nil, err
+		}
+	}
+	out := []*Todo{}
+	if g.Status == GoalArchived {
+		return out, nil
+	}
+	todos, err := v.Todos(goal)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*Todo, len(todos))
+	for _, t := range todos {
+		byID[t.ID] = t
+	}
+	lookup := func(id string) (*Todo, error) { return byID[id], nil }
+	leases, err := v.Leases(goal)
+	if err != nil {
+		return nil, err
+	}
+	leaseOf := make(map[string]*Lease, len(leases))
+	owners := map[string]*Agent{}
+	effective := map[string]bool{} // todo id → its lease is effective
+	anyScoped := false
+	for _, l := range leases {
+		leaseOf[l.TodoID] = l
+		t := byID[l.TodoID]
+		if t == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
+			continue
+		}
+		a, ok := owners[l.Owner]
+		if !ok {
+			if a, err = v.Agent(goal, l.Owner); err != nil {
+				return nil, err
+			}
+			owners[l.Owner] = a
+		}
+		if LeaseEffective(l, t, a, now) {
+			effective[l.TodoID] = true
+			anyScoped = anyScoped || len(l.WriteScopes) > 0
+		}
+	}
+	for _, t := range todos {
+		if !Open(t) {
+			continue
+		}
+		holds := agent != "" && HoldsClaim(t, agent, now)
+		if ClaimEffective(t, now) && !holds {
+			continue
+		}
+		if agent != "" && (Excluded(t, agent) || (!holds && t.BoundAgent != "" && t.BoundAgent != agent)) {
+			continue
+		}
+		if effective[t.ID] && (agent == "" || leaseOf[t.ID].Owner != agent) {
+			continue
+		}
+		open, err := openDeps(t, lookup)
+		if err != nil {
+			return nil, err
+		}
+		if len(open) > 0 {
+			continue
+		}
+		if anyScoped && len(t.RequiredWriteScopes) > 0 {
+			conflicts, err := ScopeConflicts(v, goal, t.ID, t.RequiredWriteScopes, now)
+			if err != nil {
+				return nil, err
+			}
+			if len(conflicts) > 0 {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	SortTodos(out)
+	return out, nil
+}
+
+// ReadyClaimRequest claims the first ready todo (todo ready --claim).
+type ReadyClaimRequest struct {
+	Goal, Actor     string
+	ClaimTTLMinutes int64
+	LeaseKey        string
+	LeaseTTLSeconds int64
+}
+
+// readyClaimSkippable are the refusals that make ready --claim try the next
+// candidate instead of failing.
+var readyClaimSkippable = []Code{CodeClaimConflict, CodeTodoLeaseConflict, CodeWriteScopeConflict,
+	CodeIdempotencyKeyReuse, CodeAgentExcluded, CodeBoundAgentMismatch, CodeLeaseGenerationExhausted,
+	CodeExecutionNotCurrent, CodeTodoNotOpen, CodeTodoArchived}
+
+// ReadyClaim decides `todo ready --claim`: it claims (and, with LeaseKey,
+// acquires) the first ready todo for the actor.
+func ReadyClaim(v *View, req ReadyClaimRequest, now time.Time) (*Outcome, error) {
+	// Validate the request shape once, so candidate refusals are state ones.
+	probe := ClaimRequest{Goal: req.Goal, Todo: "todo_probe", Actor: req.Actor, ClaimTTLMinutes: req.ClaimTTLMinutes,
+		LeaseKey: req.LeaseKey, LeaseTTLSeconds: req.LeaseTTLSeconds}
+	if err := checkClaimRequest(&probe); err != nil {
+		return nil, err
+	}
+	if _, err := RequireActiveGoal(v, req.Goal); err != nil {
+		return nil, err
+	}
+	ready, err := Ready(v, req.Goal, req.Actor, now)
+	if err != nil {
+		return nil, err
+	}
+	// A ready todo the actor already claimed is the only candidate.
+	for _, t := range ready {
+		if EffectiveClaimant(t, now) == req.Actor {
+			return readyClaimOne(v, req, t.ID, t.ClaimScopeAgentID, now)
+		}
+	}
+	for _, t := range ready {
+		if ClaimEffective(t, now) {
+			continue
+		}
+		o, err := readyClaimOne(v, req, t.ID, "", now)
+		if e, ok := AsError(err); ok && slices.Contains(readyClaimSkippable, e.Code) {
+			continue
+		}
+		return o, err
+	}
+	claimed := false
+	return &Outcome{Operation: OpTodoClaim, Status: StatusNoChange, Goal: req.Goal, Actor: req.Actor,
+		Data: &TodoResult{GoalID: req.Goal, Claimed: &claimed}}, nil
+}
+
+func readyClaimOne(v *View, req ReadyClaimRequest, todo, scope string, now time.Time) (*Outcome, error) {
+	o, err := Claim(v, ClaimRequest{Goal: req.Goal, Todo: todo, Actor: req.Actor, ClaimTTLMinutes: req.ClaimTTLMinutes,
+		ScopeAgent: scope, LeaseKey: req.LeaseKey, LeaseTTLSeconds: req.LeaseTTLSeconds}, now)
+	if err != nil {
+		return nil, err
+	}
+	claimed := true
+	o.Data.(*TodoResult).Claimed = &claimed
+	return o, nil
+}

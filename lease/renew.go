@@ -1,0 +1,105 @@
+package lease
+
+// task-lease renew.
+//
+// Decisions: check order is request fields (the expected version is
+// required: version_required) → goal exists → receipt replay → goal active →
+// todo exists → lease active and unexpired (lease_not_active, also when the
+// todo has no lease) → exact proof (version_mismatch, lease_proof_mismatch) →
+// todo not archived and open → owner registered, not excluded, bound agent,
+// claim (an owner whose claim moved away holds no effective lease, so it
+// cannot renew: claim_conflict) → generation exhaustion. Renewal does not
+// re-check write scopes (it starts no new execution) and does not change the
+// board.
+
+import "time"
+
+// RenewRequest extends the current execution's expiry.
+type RenewRequest struct {
+	Goal, Todo, Owner, IdempotencyKey string
+	ExpectedVersion                   *int64 // required
+	TTLSeconds                        int64
+}
+
+// Renew decides a task-lease renew.
+func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
+	if err := checkProofRequest(req.Goal, req.Todo, req.Owner, req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	expected, err := requireExpectedVersion("renew", req.ExpectedVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckTTL(req.TTLSeconds); err != nil {
+		return nil, err
+	}
+	g, err := RequireGoal(v, req.Goal)
+	if err != nil {
+		return nil, err
+	}
+	id := MaintenanceReceiptID(OpLeaseRenew, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
+	digest := maintenanceDigest(id, req.TTLSeconds, "", "", false)
+	rec, err := findReceipt(v, req.Goal, id, digest)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		return replayOutcome(v, rec, now)
+	}
+
+	if g.Status != GoalActive {
+		return nil, Errorf(CodeGoalArchived, "goal %s is archived", g.ID)
+	}
+	t, err := RequireTodo(v, req.Goal, req.Todo)
+	if err != nil {
+		return nil, err
+	}
+	l, err := v.Lease(req.Goal, req.Todo)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireLiveLease(l, req.Todo, now); err != nil {
+		return nil, err
+	}
+	if err := CheckProof(l, req.Owner, req.IdempotencyKey, expected, v.Revision); err != nil {
+		return nil, err
+	}
+	if err := requireWorkableTodo(t); err != nil {
+		return nil, err
+	}
+	if _, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+		return nil, err
+	}
+	if err := executionEligibility(t, req.Owner, true, now); err != nil {
+		return nil, err
+	}
+	if l.Version >= MaxGeneration {
+		return nil, generationExhausted(req.Todo)
+	}
+
+	at := now
+	l.Version++
+	l.RenewedAt = &at
+	l.ExpiresAt = now.Add(time.Duration(req.TTLSeconds) * time.Second)
+	v.PutLease(req.Goal, l)
+	exp := expected
+	r := writeReceipt(v, &Receipt{ID: id, Operation: OpLeaseRenew, GoalID: req.Goal, TodoID: req.Todo,
+		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: &exp,
+		RequestDigest: digest, Status: StatusApplied}, l, now)
+	return appliedOutcome(v, r, l, false, now)
+}
+
+// checkProofRequest validates the identifiers every proof-bearing request
+// carries, each naming its own field.
+func checkProofRequest(goal, todo, owner, key string) error {
+	if err := CheckGoalID(goal); err != nil {
+		return err
+	}
+	if err := CheckTodoID(todo); err != nil {
+		return err
+	}
+	if err := CheckAgentID("owner", owner); err != nil {
+		return err
+	}
+	return CheckIdempotencyKey("idempotency key", key)
+}

@@ -1,0 +1,234 @@
+package lease
+
+// todo update (contract sections 4 and 6).
+//
+// Decisions written down here:
+//   - The todo must be open and not archived (todo_not_open /
+//     todo_archived), for every field.
+//   - An update that requests nothing is invalid_request; one whose values
+//     all equal the current ones is no_change (nothing written).
+//   - --text must be non-empty; --priority one of P0..P4 (invalid_request).
+//   - --exclude-agent adds valid agent ids (registered or not) to
+//     excluded_agents. Excluding the bound agent is invalid_request. An
+//     exclusion clears nothing automatically: excluding an agent that holds
+//     the claim after this update (claimant or scope agent) is
+//     invalid_request unless the same update clears or reassigns the claim.
+//     Excluding a lease owner makes its lease ineffective (contract section
+//     5), but an effective lease still demands its proof first.
+//   - --claimed-by equal to the effective claimant changes nothing (this is
+//     how the seed's `todo update --claimed-by A --text T` names the actor).
+//     Otherwise it is a claim change to a fresh claim (no TTL, no scope
+//     agent): the new claimant must be registered, not excluded and allowed
+//     by the bound agent. The claim holder (claimant or scope agent) may
+//     give its claim away or clear it; anyone else needs "reassign"
+//     (Authorize). Claiming an unclaimed todo for oneself needs only the
+//     update authority; for another agent it needs an orchestrator's
+//     "reassign" authority (a plain agent gets invalid_request, as in claim).
+//   - --clear-claim and --claimed-by together are invalid_request. Clearing
+//     an expired claim is an ordinary update (the todo is unclaimed); the
+//     result reports previous_claim_expired and previous_claimed_by.
+//   - The claim rules of claim.go apply: another agent's effective lease is
+//     never made ineffective (todo_lease_conflict); in hard_lease goals a
+//     change of holders needs the actor to own the active lease if any.
+//   - Authority: any field other than the claim needs "update"; a claim
+//     change by a non-holder needs "reassign". Then the lease fence.
+//   - Note facts are the facts after the update (see notes.go).
+
+import (
+	"slices"
+	"time"
+)
+
+// UpdateRequest updates a todo.
+type UpdateRequest struct {
+	Goal, Todo, Actor string
+	Text              *string
+	Note              string
+	ClearClaim        bool
+	ClaimedBy         string
+	Priority          string
+	ExcludeAgents     []string
+	AuthorityReason   string
+	Proof             *Proof
+}
+
+// Update decides `todo update`.
+func Update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
+	return atomically(v, func() (*Outcome, error) { return update(v, req, now) })
+}
+
+func checkUpdateRequest(req *UpdateRequest) error {
+	if err := CheckGoalID(req.Goal); err != nil {
+		return err
+	}
+	if err := CheckTodoID(req.Todo); err != nil {
+		return err
+	}
+	if err := CheckAgentID("agent id", req.Actor); err != nil {
+		return err
+	}
+	if req.Text != nil && *req.Text == "" {
+		return Errorf(CodeInvalidRequest, "--text cannot be empty")
+	}
+	if req.Note != "" {
+		if err := checkNoteText(req.Note); err != nil {
+			return err
+		}
+	}
+	if req.Priority != "" && !slices.Contains(Priorities, req.Priority) {
+		return Errorf(CodeInvalidRequest, "priority %q: want one of %v", req.Priority, Priorities)
+	}
+	if req.ClearClaim && req.ClaimedBy != "" {
+		return Errorf(CodeInvalidRequest, "--clear-claim and --claimed-by cannot be combined")
+	}
+	if req.ClaimedBy != "" {
+		if err := CheckAgentID("claimed by", req.ClaimedBy); err != nil {
+			return err
+		}
+	}
+	for _, a := range req.ExcludeAgents {
+		if err := CheckAgentID("excluded agent", a); err != nil {
+			return err
+		}
+	}
+	if err := checkProofShape(req.Proof); err != nil {
+		return err
+	}
+	if req.Text == nil && req.Note == "" && !req.ClearClaim && req.ClaimedBy == "" && req.Priority == "" && len(req.ExcludeAgents) == 0 {
+		return Errorf(CodeInvalidRequest, "nothing to update: give --text, --note, --priority, --exclude-agent, --claimed-by or --clear-claim")
+	}
+	return nil
+}
+
+func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
+	if err := checkUpdateRequest(&req); err != nil {
+		return nil, err
+	}
+	g, err := RequireActiveGoal(v, req.Goal)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := RequireAgent(v, req.Goal, "agent id", req.Actor)
+	if err != nil {
+		return nil, err
+	}
+	t, err := RequireTodo(v, req.Goal, req.Todo)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireOpenTodo(t); err != nil {
+		return nil, err
+	}
+	if Excluded(t, req.Actor) {
+		return nil, excludedError(t, req.Actor)
+	}
+
+	// What the request changes.
+	cur := EffectiveClaimant(t, now)
+	clearing := req.ClearClaim && t.ClaimedBy != ""
+	setting := req.ClaimedBy != "" && req.ClaimedBy != cur
+	claimChange := clearing || setting
+	textChange := req.Text != nil && *req.Text != t.Text
+	prioChange := req.Priority != "" && req.Priority != t.Priority
+	var newExcluded []string
+	for _, a := range req.ExcludeAgents {
+		if !Excluded(t, a) && !slices.Contains(newExcluded, a) {
+			newExcluded = append(newExcluded, a)
+		}
+	}
+	otherFields := req.Text != nil || req.Note != "" || req.Priority != "" || len(req.ExcludeAgents) > 0
+
+	// Authority.
+	if otherFields || (claimChange && cur == "" && (clearing || req.ClaimedBy == req.Actor)) {
+		if err := Authorize(v, g, t, req.Actor, ActionUpdate, req.AuthorityReason, now); err != nil {
+			return nil, err
+		}
+	}
+	if claimChange && cur != "" && !HoldsClaim(t, req.Actor, now) {
+		if err := Authorize(v, g, t, req.Actor, ActionReassign, req.AuthorityReason, now); err != nil {
+			return nil, err
+		}
+	}
+	if setting && cur == "" && req.ClaimedBy != req.Actor {
+		if actor.Role != RoleOrchestrator {
+			return nil, Errorf(CodeInvalidRequest, "--claimed-by %s must equal the acting agent %s (an orchestrator with reassign authority may assign another agent)", req.ClaimedBy, req.Actor)
+		}
+		if err := orchestratorAuthority(actor, t, ActionReassign, req.AuthorityReason); err != nil {
+			return nil, err
+		}
+	}
+
+	// The todo after the update, checked before anything is written.
+	nt := *t
+	res := &TodoResult{}
+	var changes []string
+	if textChange {
+		nt.Text = *req.Text
+		changes = append(changes, "text")
+	}
+	if prioChange {
+		nt.Priority = req.Priority
+		changes = append(changes, "priority")
+	}
+	if claimChange {
+		if cur == "" && t.ClaimedBy != "" {
+			res.PreviousClaimExpired, res.PreviousClaimedBy = true, t.ClaimedBy
+			res.PreviousClaimExpiresAt = t.ClaimExpiresAt
+		} else if cur != "" {
+			res.PreviousClaimedBy = cur
+		}
+		clearClaim(&nt)
+		if setting {
+			if err := checkClaimant(v, req.Goal, &nt, req.ClaimedBy, ""); err != nil {
+				return nil, err
+			}
+			nt.ClaimedBy, nt.ClaimedAt = req.ClaimedBy, timePtr(now)
+		}
+		changes = append(changes, "claim")
+	}
+	if len(newExcluded) > 0 {
+		for _, a := range newExcluded {
+			if a == nt.BoundAgent {
+				return nil, Errorf(CodeInvalidRequest, "cannot exclude agent %s: todo %s is bound to it", a, t.ID)
+			}
+			if ClaimEffective(&nt, now) && (a == nt.ClaimedBy || a == nt.ClaimScopeAgentID) {
+				return nil, Errorf(CodeInvalidRequest, "cannot exclude agent %s while it holds the claim of todo %s: clear (--clear-claim) or reassign (--claimed-by) the claim in the same update", a, t.ID).
+					With("claimed_by", nt.ClaimedBy)
+			}
+		}
+		nt.ExcludedAgents = sortedSet(append(slices.Clone(t.ExcludedAgents), newExcluded...))
+		changes = append(changes, "excluded_agents")
+	}
+	l, err := v.Lease(req.Goal, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if claimChange {
+		if err := checkClaimLease(v, g, t, l, req.Actor, nt.ClaimedBy, "", true, now); err != nil {
+			return nil, err
+		}
+	}
+	l, verified, err := checkTodoFence(v, req.Goal, t, req.Actor, req.Proof, now)
+	if err != nil {
+		return nil, err
+	}
+	if req.Note != "" {
+		nt.Notes = slices.Clone(t.Notes)
+		if appendNote(&nt, l, req.Note, req.Actor, now) {
+			changes = append(changes, "note")
+		}
+	}
+
+	o := &Outcome{Operation: OpTodoUpdate, Status: StatusNoChange, Goal: req.Goal, Todo: t.ID, Actor: req.Actor}
+	if len(changes) > 0 {
+		nt.UpdatedBy, nt.UpdatedAt = req.Actor, now
+		v.PutTodo(req.Goal, &nt)
+		o.Status, o.Write, o.BoardChanged = StatusApplied, true, true
+		res.Changes = changes
+	}
+	if err := fillTodoResult(v, res, req.Goal, &nt, verified, now); err != nil {
+		return nil, err
+	}
+	o.Data = res
+	return o, nil
+}

@@ -1,0 +1,251 @@
+// Package loopx is the Go API of loopx: a Store opened on a Git repository,
+// with one method per command. It composes the pure domain (lease), the
+// generic Git store (gitstore) and the board renderer (markdown):
+//
+//	read head → decide (pure) → commit (CAS under the fence) → deliver the board
+//
+// The command line in cmd/loopx is a thin layer over this package.
+package loopx
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// DefaultRef is the state ref when none is configured.
+const DefaultRef = "refs/loopx/state"
+
+// DefaultRegistryPath is where init writes the registry, relative to the
+// top of the working tree.
+const DefaultRegistryPath = ".loopx/registry.json"
+
+// Registry is the JSON locator of a store.
+type Registry struct {
+	// Repo is the repository path, relative to the registry file's folder.
+	Repo        string `json:"repo"`
+	Ref         string `json:"ref,omitempty"`
+	Remote      string `json:"remote,omitempty"`
+	DefaultGoal string `json:"default_goal,omitempty"`
+}
+
+// Options locate and configure a store.
+type Options struct {
+	// Registry is a registry file; when set it locates the repository.
+	Registry string
+	// Dir is the repository (or any folder inside it); default: the working directory.
+	Dir string
+	// Ref overrides the state ref.
+	Ref string
+	// DefaultGoal is used when a command names no goal (e.g. LOOPX_GOAL);
+	// the registry's default_goal takes precedence.
+	DefaultGoal string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// FenceTimeout bounds the wait for the writer fence (default 10s).
+	FenceTimeout time.Duration
+	// FailProjection makes board delivery fail (fault injection for tests).
+	FailProjection bool
+}
+
+// Store is an open loopx store.
+type Store struct {
+	git         *gitstore.Store
+	opts        Options
+	defaultGoal string
+}
+
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func readRegistry(path string) (*Registry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "cannot read registry %s: %v", path, err)
+	}
+	var r Registry
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "registry %s is not valid JSON: %v", path, err)
+	}
+	if r.Repo == "" {
+		r.Repo = "."
+	}
+	return &r, nil
+}
+
+// locate finds the repository and the registry that configure a store.
+func locate(opts Options) (repoDir string, reg *Registry, err error) {
+	if opts.Registry != "" {
+		reg, err = readRegistry(opts.Registry)
+		if err != nil {
+			return "", nil, err
+		}
+		repoDir = reg.Repo
+		if !filepath.IsAbs(repoDir) {
+			repoDir = filepath.Join(filepath.Dir(opts.Registry), repoDir)
+		}
+		return repoDir, reg, nil
+	}
+	repoDir = opts.Dir
+	if repoDir == "" {
+		repoDir = "."
+	}
+	return repoDir, nil, nil
+}
+
+// Open opens the store of an existing repository. A missing repository or
+// state ref is reported by the commands as store_not_initialized.
+func Open(opts Options) (*Store, error) {
+	repoDir, reg, err := locate(opts)
+	if err != nil {
+		return nil, err
+	}
+	gopts := gitstore.Options{Ref: DefaultRef, FenceTimeout: opts.FenceTimeout}
+	probe, err := gitstore.Open(repoDir, gopts)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if reg == nil {
+		// The repository's own registry, when present, configures the store.
+		if top := probe.WorkDir(); top != "" {
+			if _, statErr := os.Stat(filepath.Join(top, DefaultRegistryPath)); statErr == nil {
+				if reg, err = readRegistry(filepath.Join(top, DefaultRegistryPath)); err != nil {
+					probe.Close()
+					return nil, err
+				}
+			}
+		}
+	}
+	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal}
+	ref := DefaultRef
+	if reg != nil {
+		if reg.Ref != "" {
+			ref = reg.Ref
+		}
+		if reg.DefaultGoal != "" {
+			s.defaultGoal = reg.DefaultGoal
+		}
+	}
+	if opts.Ref != "" {
+		ref = opts.Ref
+	}
+	if ref == DefaultRef {
+		s.git = probe
+	} else {
+		probe.Close()
+		gopts.Ref = ref
+		if s.git, err = gitstore.Open(repoDir, gopts); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return s, nil
+}
+
+// Close releases the repository.
+func (s *Store) Close() error { return s.git.Close() }
+
+// Ref is the state ref of the store.
+func (s *Store) Ref() string { return s.git.Ref() }
+
+// InitOptions configure init.
+type InitOptions struct {
+	Ref    string
+	Remote string
+	// RegistryFile is where the registry is written; default
+	// .loopx/registry.json at the top of the working tree.
+	RegistryFile string
+	DefaultGoal  string
+}
+
+// InitData is the result of init.
+type InitData struct {
+	Repo     string `json:"repo"`
+	Ref      string `json:"ref"`
+	Registry string `json:"registry"`
+}
+
+// Init creates the repository if needed, the state ref and the registry
+// file. It is idempotent.
+func Init(opts Options, in InitOptions) (*Result, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if err := gitstore.InitRepo(dir); err != nil {
+		return nil, mapErr(err)
+	}
+	if in.Ref == "" {
+		in.Ref = DefaultRef
+	}
+	opts.Registry = ""
+	opts.Ref = in.Ref
+	s, err := Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	res, err := s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		return lease.Init(v, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	regPath := in.RegistryFile
+	top := s.git.WorkDir()
+	if top == "" {
+		top = filepath.Dir(s.git.CommonDir())
+	}
+	if regPath == "" {
+		regPath = filepath.Join(top, DefaultRegistryPath)
+	}
+	absReg, err := filepath.Abs(regPath)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(filepath.Dir(absReg), top)
+	if err != nil {
+		rel = top
+	}
+	reg := Registry{Repo: filepath.ToSlash(rel), Ref: in.Ref, Remote: in.Remote, DefaultGoal: in.DefaultGoal}
+	data, _ := json.MarshalIndent(reg, "", "  ")
+	data = append(data, '\n')
+	if old, err := os.ReadFile(absReg); err != nil || string(old) != string(data) {
+		if err := os.MkdirAll(filepath.Dir(absReg), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(absReg, data, 0o644); err != nil {
+			return nil, fmt.Errorf("write registry: %w", err)
+		}
+	}
+	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath}
+	return res, nil
+}
+
+// mapErr turns store errors into contract errors.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := lease.AsError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, gitstore.ErrNotRepository):
+		return lease.Errorf(lease.CodeStoreNotInitialized, "not inside a Git repository: run `loopx init`")
+	case errors.Is(err, gitstore.ErrBusy):
+		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
+	case errors.Is(err, gitstore.ErrConflict):
+		return lease.Errorf(lease.CodeStoreConflict, "the state ref kept changing during the write: retry with the same arguments")
+	}
+	return err
+}

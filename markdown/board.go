@@ -1,0 +1,730 @@
+// Package markdown renders a goal's board: the human-readable projection
+// (goals/<goal>/TODO.md) of the goal's todo and lease records.
+//
+// Render is pure and deterministic: no I/O, no clock, no map iteration. The
+// same records always give the same bytes, whatever the order of the input
+// slices. The board deliberately leaves out everything a lease renewal
+// changes (version, renewed_at, expires_at), so a renewal never changes the
+// board and needs no projection commit. It shows the recorded facts as they
+// are: without a clock it cannot judge whether a claim or a lease has
+// expired, so it shows the recorded claim expiry and the recorded lease
+// status instead, and marks a note stale against the recorded facts.
+//
+// Every string taken from a record is treated as hostile: it is flattened to
+// one line, stripped of control and bidirectional-override characters,
+// capped in length and escaped, so it cannot open a block, a link, an HTML
+// tag or a code span, nor break the Mermaid chart.
+package markdown
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// Board is the snapshot of one goal that Render draws.
+type Board struct {
+	Goal   *lease.Goal
+	Todos  []*lease.Todo  // any order; Render sorts
+	Leases []*lease.Lease // lease records of the goal's todos, any order; may be empty
+}
+
+// Limits of what the board shows.
+const (
+	// MaxTextRunes caps one piece of user text (todo text, note, evidence,
+	// reason, title). Longer text is cut and marked; the record keeps it whole.
+	MaxTextRunes = 500
+	// MaxChartHolders caps the holders drawn per todo in the lease timeline
+	// (the most recent epochs are kept), so a long lease history cannot grow
+	// the board without bound.
+	MaxChartHolders = 20
+	// ActiveDisplayDuration is how long the timeline draws a holder that is
+	// still active. The real end (expires_at) moves with every renewal, and
+	// the board must not change on renewal, so an active holder is drawn for
+	// this fixed width from its recorded start and tagged active.
+	ActiveDisplayDuration = time.Hour
+)
+
+// Section titles, in board order.
+const (
+	secReady      = "Ready"
+	secInProgress = "In progress"
+	secBlocked    = "Blocked"
+	secDone       = "Done"
+	secSuperseded = "Superseded"
+	secArchived   = "Archived"
+	secTimeline   = "Lease timeline"
+)
+
+var sectionOrder = []string{secReady, secInProgress, secBlocked, secDone, secSuperseded, secArchived}
+
+// Render draws the board of b. The output ends with a newline and has no
+// trailing spaces.
+//
+// Sections, in order (each todo appears in exactly one):
+//   - Ready: open, not archived, unclaimed, no active lease, every dependency done.
+//   - In progress: open, not archived, and claimed (claimed_by recorded) or
+//     with a lease recorded as active.
+//   - Blocked: open, not archived, unclaimed, no active lease, and some
+//     dependency not done (open, superseded or missing; each is listed).
+//   - Done, Superseded: by status (archived ones are marked archived).
+//   - Archived: open todos that are archived (they take no new work).
+//
+// Within a section todos are sorted by priority (P0 first), then todo id.
+// Each todo shows its claim (owner, scope agent, claimed and claim-expiry
+// times), its lease (holder, epoch, active or released), dependencies with
+// their status, scopes, binding, exclusions, evidence and closure, reason,
+// and its notes in record order. Then comes the lease timeline: a Mermaid gantt chart of every lease
+// holder (epoch) per todo, omitted when no todo has a lease holder.
+func Render(b Board) []byte {
+	r := newRenderer(b)
+	var w writer
+	r.header(&w)
+	for _, name := range sectionOrder {
+		r.section(&w, name)
+	}
+	r.timeline(&w)
+	return w.bytes()
+}
+
+// renderer holds the sorted, indexed snapshot.
+type renderer struct {
+	goal     *lease.Goal
+	todos    []*lease.Todo          // sorted by priority, then id
+	byID     map[string]*lease.Todo // lookups only, never iterated
+	leaseOf  map[string]*lease.Lease
+	leaseIDs []string // todo ids with a lease record, sorted
+	sections map[string][]*lease.Todo
+}
+
+func newRenderer(b Board) *renderer {
+	r := &renderer{
+		goal:     b.Goal,
+		byID:     map[string]*lease.Todo{},
+		leaseOf:  map[string]*lease.Lease{},
+		sections: map[string][]*lease.Todo{},
+	}
+	for _, t := range b.Todos {
+		if t != nil {
+			r.todos = append(r.todos, t)
+		}
+	}
+	slices.SortStableFunc(r.todos, compareTodos)
+	for _, t := range r.todos {
+		if _, dup := r.byID[t.ID]; !dup {
+			r.byID[t.ID] = t
+		}
+	}
+	for _, l := range b.Leases {
+		if l == nil {
+			continue
+		}
+		// One lease record per todo is the rule; should two ever arrive, keep
+		// the newest by a total order so the input order never matters.
+		if cur, ok := r.leaseOf[l.TodoID]; !ok || compareLeases(l, cur) > 0 {
+			if !ok {
+				r.leaseIDs = append(r.leaseIDs, l.TodoID)
+			}
+			r.leaseOf[l.TodoID] = l
+		}
+	}
+	slices.Sort(r.leaseIDs)
+	for _, t := range r.todos {
+		name := r.classify(t)
+		r.sections[name] = append(r.sections[name], t)
+	}
+	return r
+}
+
+func priorityRank(p string) int {
+	if i := slices.Index(lease.Priorities, p); i >= 0 {
+		return i
+	}
+	return len(lease.Priorities)
+}
+
+func compareTodos(a, b *lease.Todo) int {
+	if c := priorityRank(a.Priority) - priorityRank(b.Priority); c != 0 {
+		return c
+	}
+	for _, c := range []int{
+		strings.Compare(a.Priority, b.Priority),
+		strings.Compare(a.ID, b.ID),
+		strings.Compare(a.Status, b.Status),
+		a.UpdatedAt.Compare(b.UpdatedAt),
+		strings.Compare(a.Text, b.Text),
+	} {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareLeases(a, b *lease.Lease) int {
+	for _, c := range []int{
+		cmpInt(a.Version, b.Version),
+		cmpInt(a.Epoch, b.Epoch),
+		cmpInt(int64(len(a.Holders)), int64(len(b.Holders))),
+		strings.Compare(a.Status, b.Status),
+		strings.Compare(a.Owner, b.Owner),
+		strings.Compare(a.IdempotencyKey, b.IdempotencyKey),
+		a.AcquiredAt.Compare(b.AcquiredAt),
+	} {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (r *renderer) activeLease(t *lease.Todo) bool {
+	l := r.leaseOf[t.ID]
+	return l != nil && l.Status == lease.LeaseActive
+}
+
+// depState is a dependency and its recorded status ("missing" when the goal
+// has no such todo).
+type depState struct {
+	id, status string
+	done       bool
+}
+
+func (r *renderer) deps(t *lease.Todo) []depState {
+	var out []depState
+	for _, id := range t.DependsOn {
+		d := depState{id: id, status: "missing"}
+		if dt := r.byID[id]; dt != nil {
+			d.status = dt.Status
+			d.done = dt.Status == lease.TodoDone
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (r *renderer) classify(t *lease.Todo) string {
+	switch {
+	case t.Status == lease.TodoDone:
+		return secDone
+	case t.Status == lease.TodoSuperseded:
+		return secSuperseded
+	case t.Archived:
+		return secArchived
+	case t.ClaimedBy != "" || r.activeLease(t):
+		return secInProgress
+	}
+	for _, d := range r.deps(t) {
+		if !d.done {
+			return secBlocked
+		}
+	}
+	return secReady
+}
+
+func (r *renderer) header(w *writer) {
+	g := r.goal
+	if g == nil {
+		g = &lease.Goal{}
+	}
+	title := g.Title
+	if strings.TrimSpace(title) == "" {
+		title = g.ID
+	}
+	if strings.TrimSpace(title) == "" {
+		w.line("# Goal board")
+	} else {
+		w.line("# " + text(title))
+	}
+	w.blank()
+	w.line(fmt.Sprintf("Goal %s · handoff mode %s · status %s · %s",
+		code(g.ID), code(g.HandoffMode), code(g.Status), plural(len(r.todos), "todo")))
+	w.blank()
+	counts := make([]string, 0, len(sectionOrder))
+	for _, name := range sectionOrder {
+		counts = append(counts, fmt.Sprintf("%s %d", strings.ToLower(name), len(r.sections[name])))
+	}
+	w.line(strings.Join(counts, " · "))
+	w.blank()
+	regen := "loopx todo project-markdown"
+	if lease.ValidGoalID(g.ID) {
+		regen += " --goal-id " + g.ID
+	}
+	w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
+}
+
+func (r *renderer) section(w *writer, name string) {
+	todos := r.sections[name]
+	w.blank()
+	w.line(fmt.Sprintf("## %s (%d)", name, len(todos)))
+	w.blank()
+	if len(todos) == 0 {
+		w.line("_none_")
+		return
+	}
+	for _, t := range todos {
+		r.todo(w, t)
+	}
+}
+
+// todo writes one todo as a bullet with indented detail bullets: how it
+// closed (closed todos), its claim, lease, dependencies, scopes, binding,
+// exclusions, then its notes.
+func (r *renderer) todo(w *writer, t *lease.Todo) {
+	head := fmt.Sprintf("- %s · %s · %s", code(t.ID), priority(t.Priority), text(t.Text))
+	if t.Archived {
+		head += " _(archived, " + text(t.Status) + ")_"
+	}
+	w.line(head)
+	detail := func(s string) { w.line("  - " + s) }
+
+	switch t.Status {
+	case lease.TodoDone:
+		detail(closedLine("completed", t))
+		if len(t.Evidence) == 0 {
+			detail("evidence: _none_")
+		} else {
+			detail("evidence:")
+			for _, e := range t.Evidence {
+				w.line("    - " + text(e))
+			}
+		}
+	case lease.TodoSuperseded:
+		s := "superseded"
+		if t.SupersededBy != "" {
+			s += " by " + code(t.SupersededBy)
+		}
+		detail(s + "; " + closedLine("closed", t))
+		detail("reason: " + text(t.Reason))
+	}
+	if t.ClaimedBy != "" {
+		s := "claimed by " + code(t.ClaimedBy)
+		if t.ClaimScopeAgentID != "" {
+			s += " for scope agent " + code(t.ClaimScopeAgentID)
+		}
+		if t.ClaimedAt != nil {
+			s += " at " + stamp(*t.ClaimedAt)
+		}
+		if t.ClaimExpiresAt != nil {
+			s += "; claim expires " + stamp(*t.ClaimExpiresAt)
+		}
+		detail(s)
+	}
+	if l := r.leaseOf[t.ID]; l != nil {
+		detail(r.leaseLine(l))
+	}
+	if ds := r.deps(t); len(ds) > 0 {
+		label := "depends on"
+		if t.Status == lease.TodoOpen && slices.ContainsFunc(ds, func(d depState) bool { return !d.done }) {
+			label = "blocked by"
+		}
+		parts := make([]string, 0, len(ds))
+		for _, d := range ds {
+			if label == "blocked by" && d.done {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s)", code(d.id), text(d.status)))
+		}
+		detail(label + ": " + strings.Join(parts, ", "))
+	}
+	if len(t.RequiredWriteScopes) > 0 {
+		detail("write scopes: " + codeList(t.RequiredWriteScopes))
+	}
+	if t.BoundAgent != "" {
+		detail("bound to " + code(t.BoundAgent))
+	}
+	if len(t.ExcludedAgents) > 0 {
+		detail("excluded: " + codeList(t.ExcludedAgents))
+	}
+	if t.Status != lease.TodoSuperseded && t.Reason != "" {
+		detail("reason: " + text(t.Reason))
+	}
+	facts := r.currentFacts(t)
+	for _, n := range t.Notes {
+		s := "note by " + code(n.Author)
+		if !n.At.IsZero() {
+			s += " at " + stamp(n.At)
+		}
+		if n.Facts != facts {
+			s += " _(stale)_"
+		}
+		detail(s + ": " + text(n.Text))
+	}
+}
+
+// priority shows a known priority as is, anything else escaped.
+func priority(p string) string {
+	if slices.Contains(lease.Priorities, p) {
+		return p
+	}
+	return text(p)
+}
+
+// currentFacts are the todo facts a note is checked against, as
+// lease.CurrentNoteFacts defines them (the recorded claim owner, and the
+// owner and epoch of the lease while it is active) but read from the records
+// alone: without a clock the board cannot see a claim or lease expire, so
+// it judges staleness as of the last commit. `loopx todo show` gives the
+// live judgement.
+func (r *renderer) currentFacts(t *lease.Todo) lease.NoteFacts {
+	f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
+	if l := r.leaseOf[t.ID]; l != nil && l.Status == lease.LeaseActive {
+		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
+	}
+	return f
+}
+
+// leaseLine shows the lease holder and epoch, never the version or expiry
+// (both change on every renewal).
+func (r *renderer) leaseLine(l *lease.Lease) string {
+	s := fmt.Sprintf("lease: %s, epoch %d, ", code(l.Owner), l.Epoch)
+	switch l.Status {
+	case lease.LeaseActive:
+		s += "active since " + stamp(holderStart(l))
+	case lease.LeaseReleased:
+		s += "released"
+		if l.ReleasedAt != nil {
+			s += " " + stamp(*l.ReleasedAt)
+		}
+	default:
+		s += text(l.Status)
+	}
+	if len(l.WriteScopes) > 0 {
+		s += "; scopes " + codeList(l.WriteScopes)
+	}
+	return s
+}
+
+// holderStart is when the lease's current execution started: the start of
+// its holder of the current epoch, else acquired_at.
+func holderStart(l *lease.Lease) time.Time {
+	for i := len(l.Holders) - 1; i >= 0; i-- {
+		if l.Holders[i].Epoch == l.Epoch {
+			return l.Holders[i].StartedAt
+		}
+	}
+	return l.AcquiredAt
+}
+
+func closedLine(verb string, t *lease.Todo) string {
+	s := verb
+	if t.ClosedBy != "" {
+		s += " by " + code(t.ClosedBy)
+	}
+	if t.ClosedAt != nil {
+		s += " at " + stamp(*t.ClosedAt)
+	}
+	return s
+}
+
+// bar is one holder drawn in the timeline.
+type bar struct {
+	name, tags   string
+	start, end   time.Time
+	activeLength bool // drawn with ActiveDisplayDuration instead of end
+}
+
+func (r *renderer) timeline(w *writer) {
+	type todoBars struct {
+		id      string
+		omitted int
+		bars    []bar
+	}
+	var all []todoBars
+	for _, id := range r.leaseIDs {
+		l := r.leaseOf[id]
+		if len(l.Holders) == 0 {
+			continue
+		}
+		bars := holderBars(l)
+		tb := todoBars{id: id}
+		if n := len(bars); n > MaxChartHolders {
+			tb.omitted = n - MaxChartHolders
+			bars = bars[n-MaxChartHolders:]
+		}
+		tb.bars = bars
+		all = append(all, tb)
+	}
+	w.blank()
+	w.line("## " + secTimeline)
+	w.blank()
+	if len(all) == 0 {
+		w.line("_none_")
+		return
+	}
+	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the board does not show it. At most the last %d epochs of a todo are drawn.",
+		durationWords(ActiveDisplayDuration), MaxChartHolders))
+	w.blank()
+	w.line("```mermaid")
+	w.line("gantt")
+	w.line("    title Lease holders")
+	w.line("    dateFormat YYYY-MM-DD HH:mm:ss")
+	w.line("    axisFormat %m-%d %H:%M")
+	w.line("    todayMarker off")
+	for _, tb := range all {
+		w.line("    section " + mermaidName(tb.id))
+		if tb.omitted > 0 {
+			w.line(fmt.Sprintf("    %%%% %d earlier epochs omitted", tb.omitted))
+		}
+		for _, b := range tb.bars {
+			end := mermaidTime(b.end)
+			if b.activeLength {
+				end = mermaidDuration(ActiveDisplayDuration)
+			}
+			w.line(fmt.Sprintf("    %s :%s, %s, %s", b.name, b.tags, mermaidTime(b.start), end))
+		}
+	}
+	w.line("```")
+}
+
+// holderBars turns a lease's holders into bars, oldest epoch first. A holder
+// ends at its recorded ended_at; one without it ends where the next holder
+// starts, or, for the last one, at the lease's released_at, or is drawn as
+// active when the lease is recorded active.
+func holderBars(l *lease.Lease) []bar {
+	hs := slices.Clone(l.Holders)
+	slices.SortStableFunc(hs, func(a, b lease.Holder) int {
+		if c := cmpInt(a.Epoch, b.Epoch); c != 0 {
+			return c
+		}
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
+	bars := make([]bar, 0, len(hs))
+	for i, h := range hs {
+		b := bar{start: h.StartedAt, tags: "done"}
+		reason := h.EndReason
+		switch {
+		case h.EndedAt != nil:
+			b.end = *h.EndedAt
+		case i+1 < len(hs):
+			b.end = hs[i+1].StartedAt
+		case l.Status == lease.LeaseReleased && l.ReleasedAt != nil:
+			b.end = *l.ReleasedAt
+		case l.Status == lease.LeaseActive:
+			b.activeLength, b.tags, reason = true, "active", "active"
+		default:
+			b.end = h.StartedAt
+		}
+		if reason == "" {
+			reason = "ended"
+		}
+		if reason == "expired" {
+			b.tags = "crit, done"
+		}
+		if !b.activeLength && b.end.Before(b.start) {
+			b.end = b.start
+		}
+		b.name = fmt.Sprintf("e%d %s %s", h.Epoch, mermaidName(h.Owner), mermaidName(reason))
+		bars = append(bars, b)
+	}
+	return bars
+}
+
+func mermaidTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+
+func mermaidDuration(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+}
+
+func durationWords(d time.Duration) string {
+	if d == time.Hour {
+		return "one hour"
+	}
+	return mermaidDuration(d)
+}
+
+// mermaidName keeps only [A-Za-z0-9_ .@-] (anything else becomes '_'),
+// collapses spaces and caps the length, so a name can never end a task
+// title (':'), start a comment ('%%'), an entity ('#', ';') or a new line.
+func mermaidName(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == 60 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '_', r == '.', r == '@', r == '-':
+			b.WriteRune(r)
+		case r == ' ':
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), " ") {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte('_')
+		}
+		n++
+	}
+	out := strings.TrimSpace(b.String())
+	if out == "" {
+		return "_"
+	}
+	return out
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// plainRe is the alphabet shown verbatim in a code span: ids, priorities,
+// statuses and ordinary scope globs. A code span cannot hold escapes, so
+// anything outside it (a backtick, '<', a space, ...) is shown as escaped
+// text instead.
+var plainRe = regexp.MustCompile(`^[A-Za-z0-9_.:@/*?{},!+=\[\]-]{1,256}$`)
+
+// code shows an identifier-like value: in a code span when it is plainly
+// safe, else as escaped text.
+func code(s string) string {
+	if plainRe.MatchString(s) {
+		return "`" + s + "`"
+	}
+	if s == "" {
+		return "_(none)_"
+	}
+	return text(s)
+}
+
+func codeList(vs []string) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = code(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// text shows user text inline: flattened to one line, cut at MaxTextRunes
+// runes and escaped. Empty text shows as "(empty)".
+func text(s string) string {
+	s = flatten(s)
+	if s == "" {
+		return "_(empty)_"
+	}
+	more := utf8.RuneCountInString(s) - MaxTextRunes
+	if more > 0 {
+		s = strings.TrimRight(string([]rune(s)[:MaxTextRunes]), " ")
+	}
+	out := escape(s)
+	if more > 0 {
+		out += fmt.Sprintf(" … _(truncated: %d more characters; the full text is on the record)_", more)
+	}
+	return out
+}
+
+// flatten makes s one clean line: invalid UTF-8 and bidirectional controls
+// become U+FFFD (they could reorder what the reader sees), other control
+// characters and every kind of whitespace or line/paragraph separator become
+// one space, and the ends are trimmed.
+func flatten(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case isBidiControl(r):
+			r = '\uFFFD'
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isBidiControl(r rune) bool {
+	return r == '\u061C' || r == '\u200E' || r == '\u200F' ||
+		(r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// escape makes one flattened line inert inline Markdown. '<', '>' and '&'
+// become entities (no HTML tag, comment, autolink or entity can form);
+// the characters that open emphasis, strikethrough, code, links, images,
+// math, table cells or headings, and the backslash itself, are
+// backslash-escaped ('!' needs no escape: an image needs the '[' that is
+// always escaped). A leading list, quote or setext marker is escaped too,
+// in case the text ever starts a line.
+func escape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	switch {
+	case strings.HasPrefix(s, "-"), strings.HasPrefix(s, "+"), strings.HasPrefix(s, "="):
+		b.WriteByte('\\')
+	}
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	for i, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '\\', '`', '*', '_', '[', ']', '|', '#', '~', '$':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '.', ')':
+			if digits > 0 && i == digits {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// writer collects lines; bytes() drops trailing spaces and ends the
+// document with exactly one newline.
+type writer struct{ lines []string }
+
+func (w *writer) line(s string) { w.lines = append(w.lines, s) }
+
+func (w *writer) blank() {
+	if n := len(w.lines); n > 0 && w.lines[n-1] != "" {
+		w.lines = append(w.lines, "")
+	}
+}
+
+func (w *writer) bytes() []byte {
+	var buf bytes.Buffer
+	for _, l := range w.lines {
+		buf.WriteString(strings.TrimRight(l, " \t"))
+		buf.WriteByte('\n')
+	}
+	return append(bytes.TrimRight(buf.Bytes(), "\n"), '\n')
+}

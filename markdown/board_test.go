@@ -1,0 +1,558 @@
+package markdown
+
+import (
+	"bytes"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// at is t0 plus m minutes.
+func at(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+
+func ptr(t time.Time) *time.Time { return &t }
+
+func goal(title string) *lease.Goal {
+	return &lease.Goal{
+		ID: "ship-board", Title: title, Status: lease.GoalActive,
+		HandoffMode: lease.HandoffHardLease, CreatedBy: "orch",
+		CreatedAt: at(0), UpdatedAt: at(0),
+	}
+}
+
+func todo(id, prio, text string) *lease.Todo {
+	return &lease.Todo{
+		ID: id, Text: text, Status: lease.TodoOpen, Priority: prio,
+		CreatedBy: "orch", CreatedAt: at(0), UpdatedBy: "orch", UpdatedAt: at(0),
+	}
+}
+
+// mixedBoard has a todo in every state.
+func mixedBoard() Board {
+	ready1 := todo("todo_parser", "P1", "Write the parser")
+	ready1.DependsOn = []string{"todo_schema"}
+	ready1.RequiredWriteScopes = []string{"src/parser/**"}
+	ready1.BoundAgent = "agent-a"
+
+	ready0 := todo("todo_crash", "P0", "Fix the crash on empty input")
+	ready0.ExcludedAgents = []string{"agent-c"}
+
+	claimed := todo("todo_docs", "P2", "Draft the user guide")
+	claimed.ClaimedBy = "agent-a"
+	claimed.ClaimTTLMinutes = 30
+	claimed.ClaimedAt = ptr(at(10))
+	claimed.ClaimExpiresAt = ptr(at(40))
+	claimed.Notes = []lease.Note{{
+		Text: "Outline is in docs/guide.md; chapters 1-2 drafted.", Author: "agent-a", At: at(20),
+		Facts: lease.NoteFacts{ClaimedBy: "agent-a"},
+	}}
+
+	leased := todo("todo_store", "P1", "Implement the git store")
+	leased.ClaimedBy = "orch"
+	leased.ClaimScopeAgentID = "agent-b"
+	leased.ClaimedAt = ptr(at(5))
+	leased.RequiredWriteScopes = []string{"gitstore/**"}
+	leased.Notes = []lease.Note{
+		{Text: "Started on the CAS loop.", Author: "agent-a", At: at(15),
+			Facts: lease.NoteFacts{ClaimedBy: "orch", LeaseOwner: "agent-a", LeaseEpoch: 1}},
+		{Text: "Took over from agent-a; CAS loop done, fsync next.", Author: "agent-b", At: at(50),
+			Facts: lease.NoteFacts{ClaimedBy: "orch", LeaseOwner: "agent-b", LeaseEpoch: 2}},
+	}
+	leasedL := &lease.Lease{
+		TodoID: "todo_store", Owner: "agent-b", IdempotencyKey: "run-b-1", Version: 4, Epoch: 2,
+		Status: lease.LeaseActive, WriteScopes: []string{"gitstore/**"},
+		AcquiredAt: at(40), RenewedAt: ptr(at(55)), ExpiresAt: at(70),
+		Holders: []lease.Holder{
+			{Epoch: 1, Owner: "agent-a", IdempotencyKey: "run-a-1", StartedAt: at(6), EndedAt: ptr(at(40)), EndReason: "transferred"},
+			{Epoch: 2, Owner: "agent-b", IdempotencyKey: "run-b-1", StartedAt: at(40)},
+		},
+	}
+
+	leaseOnly := todo("todo_bench", "P3", "Benchmark the conflict scan")
+	leaseOnlyL := &lease.Lease{
+		TodoID: "todo_bench", Owner: "agent-c", IdempotencyKey: "bench-1", Version: 1, Epoch: 1,
+		Status: lease.LeaseActive, WriteScopes: []string{"bench/**"},
+		AcquiredAt: at(30), ExpiresAt: at(45),
+		Holders: []lease.Holder{{Epoch: 1, Owner: "agent-c", IdempotencyKey: "bench-1", StartedAt: at(30)}},
+	}
+
+	blocked := todo("todo_release", "P1", "Cut the first release")
+	blocked.DependsOn = []string{"todo_parser", "todo_schema", "todo_gone"}
+
+	done := todo("todo_schema", "P2", "Define the record schema")
+	done.Status = lease.TodoDone
+	done.Evidence = []string{"go test ./lease/ passes", "https://example.com/pr/12"}
+	done.ClosedBy = "agent-a"
+	done.ClosedAt = ptr(at(25))
+	doneL := &lease.Lease{
+		TodoID: "todo_schema", Owner: "agent-a", IdempotencyKey: "schema-1", Version: 2, Epoch: 1,
+		Status: lease.LeaseReleased, AcquiredAt: at(1), ExpiresAt: at(31), ReleasedAt: ptr(at(25)),
+		Holders: []lease.Holder{{Epoch: 1, Owner: "agent-a", IdempotencyKey: "schema-1", StartedAt: at(1), EndedAt: ptr(at(25)), EndReason: "completed"}},
+	}
+
+	old := todo("todo_monolith", "P2", "Do everything in one go")
+	old.Status = lease.TodoSuperseded
+	old.SupersededBy = "todo_parser"
+	old.Reason = "Split into smaller todos."
+	old.ClosedBy = "orch"
+	old.ClosedAt = ptr(at(3))
+
+	shelved := todo("todo_gui", "P4", "Build a GUI")
+	shelved.Archived = true
+
+	return Board{
+		Goal:   goal("Ship the board"),
+		Todos:  []*lease.Todo{ready1, ready0, claimed, leased, leaseOnly, blocked, done, old, shelved},
+		Leases: []*lease.Lease{leasedL, leaseOnlyL, doneL},
+	}
+}
+
+// timelineBoard has leases across several epochs: a transfer, a release, a
+// new execution still active, and an expiry recorded at takeover.
+func timelineBoard() Board {
+	migrate := todo("todo_migrate", "P1", "Migrate the store layout")
+	migrateL := &lease.Lease{
+		TodoID: "todo_migrate", Owner: "agent-c", IdempotencyKey: "mig-c", Version: 6, Epoch: 3,
+		Status: lease.LeaseActive, WriteScopes: []string{"gitstore/**", "lease/layout.go"},
+		AcquiredAt: at(120), RenewedAt: ptr(at(150)), ExpiresAt: at(165),
+		Holders: []lease.Holder{
+			{Epoch: 1, Owner: "agent-a", IdempotencyKey: "mig-a", StartedAt: at(0), EndedAt: ptr(at(40)), EndReason: "transferred"},
+			{Epoch: 2, Owner: "agent-b", IdempotencyKey: "mig-b", StartedAt: at(40), EndedAt: ptr(at(90)), EndReason: "released"},
+			{Epoch: 3, Owner: "agent-c", IdempotencyKey: "mig-c", StartedAt: at(120)},
+		},
+	}
+	index := todo("todo_index", "P2", "Rebuild the index")
+	indexL := &lease.Lease{
+		TodoID: "todo_index", Owner: "agent-a", IdempotencyKey: "idx-2", Version: 3, Epoch: 2,
+		Status: lease.LeaseReleased, AcquiredAt: at(75), ExpiresAt: at(105), ReleasedAt: ptr(at(100)),
+		Holders: []lease.Holder{
+			{Epoch: 1, Owner: "agent-d", IdempotencyKey: "idx-1", StartedAt: at(10), EndedAt: ptr(at(75)), EndReason: "expired"},
+			// Recorded without ended_at: the lease's released_at ends it.
+			{Epoch: 2, Owner: "agent-a", IdempotencyKey: "idx-2", StartedAt: at(75)},
+		},
+	}
+	return Board{
+		Goal:   goal("Lease timeline"),
+		Todos:  []*lease.Todo{migrate, index},
+		Leases: []*lease.Lease{migrateL, indexL},
+	}
+}
+
+// hostile strings, each of which would break or inject structure if copied
+// into the document verbatim.
+var hostile = []string{
+	"</details><script>alert(1)</script>",
+	"| a | b |\n|---|---|\n| c | d |",
+	"```\nfenced code\n```",
+	"`inline` ``double`` trailing backslash \\",
+	"[link](javascript:alert(1)) ![img](http://x/y.png) [ref]: http://evil",
+	"# heading\n## another heading",
+	"> quote\n- item\n1. numbered\n2) paren\n+ plus\n* star",
+	"- leading dash",
+	"1. leading number",
+	"<!-- comment --> &lt;entity&gt; &#60;script&#62; <b onmouseover=x>",
+	"**bold** _em_ ~~strike~~ $x^2$ \\* escaped",
+	"line one\r\nline two\u2028line three\u2029four\tfive\vsix\u0085seven\x85eight",
+	"unicode: 日本語 ✓ émoji 🚀 \u202Eevil\u202C \x00nul \x1b[31mred",
+	"invalid utf-8 \xff\xfe end",
+	"---",
+	"===",
+	"   \n\t  ",
+	"trailing spaces   \n   ",
+	"section evil\n    e9 x :active, 2026-01-01 00:00:00, 9h\n%% comment ; # :",
+	strings.Repeat("long ", 200),
+	strings.Repeat("x", 2000),
+	strings.Repeat("界", 600),
+}
+
+// hostileBoard puts s into every free-text field of a board.
+func hostileBoard(s string) Board {
+	g := goal(s)
+	open := todo("todo_open", "P1", s)
+	open.Notes = []lease.Note{{Text: s, Author: "agent-a", At: at(1)}}
+	open.Reason = s
+	open.DependsOn = []string{"todo_closed"}
+	claimed := todo("todo_claimed", "P2", s)
+	claimed.ClaimedBy = "agent-a"
+	claimed.RequiredWriteScopes = []string{"docs/" + s}
+	done := todo("todo_closed", "P2", s)
+	done.Status = lease.TodoDone
+	done.Evidence = []string{s, s}
+	done.ClosedBy = "agent-a"
+	done.ClosedAt = ptr(at(5))
+	sup := todo("todo_replaced", "P3", s)
+	sup.Status = lease.TodoSuperseded
+	sup.Reason = s
+	sup.SupersededBy = "todo_open"
+	l := &lease.Lease{
+		TodoID: "todo_claimed", Owner: "agent-a", IdempotencyKey: "k1", Version: 1, Epoch: 2,
+		Status: lease.LeaseActive, WriteScopes: []string{"docs/" + s}, AcquiredAt: at(2), ExpiresAt: at(30),
+		Holders: []lease.Holder{
+			// Holder owners are validated ids on real records; the chart
+			// sanitizes them anyway.
+			{Epoch: 1, Owner: s, IdempotencyKey: "k0", StartedAt: at(1), EndedAt: ptr(at(2)), EndReason: s},
+			{Epoch: 2, Owner: "agent-a", IdempotencyKey: "k1", StartedAt: at(2)},
+		},
+	}
+	return Board{Goal: g, Todos: []*lease.Todo{open, claimed, done, sup}, Leases: []*lease.Lease{l}}
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	checkShape(t, got)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./markdown/ -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s differs at line %d:\n got: %q\nwant: %q\n(go test ./markdown/ -update rewrites it)", path, i+1, g, w)
+			}
+		}
+	}
+}
+
+// checkShape: one trailing newline, no trailing spaces, no blank-line runs.
+func checkShape(t *testing.T, out []byte) {
+	t.Helper()
+	s := string(out)
+	if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
+		t.Errorf("board must end with exactly one newline")
+	}
+	if strings.Contains(s, "\n\n\n") {
+		t.Errorf("board has a run of blank lines")
+	}
+	for i, line := range strings.Split(s, "\n") {
+		if strings.TrimRight(line, " \t") != line {
+			t.Errorf("line %d has trailing whitespace: %q", i+1, line)
+		}
+	}
+}
+
+func TestGoldenEmpty(t *testing.T) {
+	checkGolden(t, "empty", Render(Board{Goal: goal("")}))
+}
+
+func TestGoldenMixed(t *testing.T) {
+	checkGolden(t, "mixed", Render(mixedBoard()))
+}
+
+func TestGoldenTimeline(t *testing.T) {
+	checkGolden(t, "timeline", Render(timelineBoard()))
+}
+
+func TestGoldenHostile(t *testing.T) {
+	// One board holding every hostile string at once, for people to read.
+	var b Board
+	b.Goal = goal("Hostile </details> | `x` <script> # title")
+	for i, s := range hostile {
+		id := "todo_h" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		td := todo(id, "P2", s)
+		td.Notes = []lease.Note{{Text: s, Author: "agent-a", At: at(i)}}
+		b.Todos = append(b.Todos, td)
+	}
+	// Evidence, reasons and the chart get the same treatment.
+	done := todo("todo_zdone", "P1", "Closed with hostile evidence")
+	done.Status, done.ClosedBy, done.ClosedAt = lease.TodoDone, "agent-a", ptr(at(30))
+	done.Evidence = []string{hostile[0], hostile[1], hostile[4]}
+	sup := todo("todo_zsuper", "P1", "Superseded with a hostile reason")
+	sup.Status, sup.ClosedBy, sup.ClosedAt, sup.SupersededBy = lease.TodoSuperseded, "orch", ptr(at(31)), "todo_zdone"
+	sup.Reason = hostile[2]
+	b.Todos = append(b.Todos, done, sup)
+	b.Leases = []*lease.Lease{{
+		TodoID: "todo_zdone", Owner: "agent-a", IdempotencyKey: "k2", Version: 3, Epoch: 2,
+		Status: lease.LeaseReleased, AcquiredAt: at(10), ExpiresAt: at(40), ReleasedAt: ptr(at(30)),
+		Holders: []lease.Holder{
+			{Epoch: 1, Owner: "x:y;#z\nsection evil %% c", IdempotencyKey: "k1", StartedAt: at(5), EndedAt: ptr(at(10)), EndReason: "transferred"},
+			{Epoch: 2, Owner: "agent-a", IdempotencyKey: "k2", StartedAt: at(10), EndedAt: ptr(at(30)), EndReason: "completed"},
+		},
+	}}
+	checkGolden(t, "hostile", Render(b))
+}
+
+func TestRenewalLeavesBytesIdentical(t *testing.T) {
+	for name, mk := range map[string]func() Board{"mixed": mixedBoard, "timeline": timelineBoard} {
+		before := Render(mk())
+		b := mk()
+		renewed := 0
+		for _, l := range b.Leases {
+			if l.Status != lease.LeaseActive {
+				continue
+			}
+			l.Version += 7
+			l.ExpiresAt = l.ExpiresAt.Add(3 * time.Hour)
+			l.RenewedAt = ptr(l.ExpiresAt.Add(-10 * time.Minute))
+			renewed++
+		}
+		if renewed == 0 {
+			t.Fatalf("%s: fixture has no active lease to renew", name)
+		}
+		if after := Render(b); !bytes.Equal(before, after) {
+			t.Errorf("%s: renewal changed the board:\n%s\n---\n%s", name, before, after)
+		}
+	}
+}
+
+func TestBoardChangesOnTransfer(t *testing.T) {
+	// The opposite check: a new epoch must show.
+	b := mixedBoard()
+	before := Render(b)
+	for _, l := range b.Leases {
+		if l.TodoID == "todo_bench" {
+			l.Holders[0].EndedAt, l.Holders[0].EndReason = ptr(at(35)), "transferred"
+			l.Holders = append(l.Holders, lease.Holder{Epoch: 2, Owner: "agent-a", IdempotencyKey: "bench-2", StartedAt: at(35)})
+			l.Owner, l.Epoch, l.Version = "agent-a", 2, 2
+		}
+	}
+	if bytes.Equal(before, Render(b)) {
+		t.Fatal("a transfer did not change the board")
+	}
+}
+
+func TestInputOrderDoesNotMatter(t *testing.T) {
+	for name, mk := range map[string]func() Board{"mixed": mixedBoard, "timeline": timelineBoard} {
+		want := Render(mk())
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range 50 {
+			b := mk()
+			rng.Shuffle(len(b.Todos), func(i, j int) { b.Todos[i], b.Todos[j] = b.Todos[j], b.Todos[i] })
+			rng.Shuffle(len(b.Leases), func(i, j int) { b.Leases[i], b.Leases[j] = b.Leases[j], b.Leases[i] })
+			if got := Render(b); !bytes.Equal(got, want) {
+				t.Fatalf("%s shuffle %d changed the board:\n%s", name, i, got)
+			}
+		}
+	}
+}
+
+func headings(s string) []string {
+	var hs []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "#") {
+			hs = append(hs, strings.SplitN(line, " (", 2)[0])
+		}
+	}
+	return hs
+}
+
+// structural line starts: every line the renderer writes begins with one of
+// these, so no user text can start a line of its own.
+var lineStarts = []string{
+	"# ", "## ", "- `", "  - ", "    - ", "_", "Goal ", "ready ", "Lease holders per todo",
+	"```", "gantt", "    title ", "    dateFormat ", "    axisFormat ", "    todayMarker ",
+	"    section ", "    e",
+}
+
+func TestHostileTextStaysInert(t *testing.T) {
+	benign := string(Render(hostileBoard("plain text")))
+	benignLines := strings.Count(benign, "\n")
+	for _, s := range hostile {
+		out := string(Render(hostileBoard(s)))
+		checkShape(t, []byte(out))
+		if strings.ContainsAny(out, "<>") {
+			t.Errorf("%q: raw < or > in the board", s)
+		}
+		if got := strings.Count(out, "\n"); got != benignLines {
+			t.Errorf("%q: %d lines, want %d (text leaked a line break)", s, got, benignLines)
+		}
+		if got, want := headings(out), headings(benign); strings.Join(got[1:], "|") != strings.Join(want[1:], "|") || len(got) != len(want) {
+			t.Errorf("%q: headings %q, want %q", s, got, want)
+		}
+		if got, want := strings.Count(out, "\n```"), strings.Count(benign, "\n```"); got != want {
+			t.Errorf("%q: %d fence lines, want %d", s, got, want)
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			if strings.HasPrefix(line, "|") {
+				t.Errorf("%q: line %d starts with a pipe: %q", s, i+1, line)
+			}
+			ok := false
+			for _, p := range lineStarts {
+				ok = ok || strings.HasPrefix(line, p)
+			}
+			if !ok {
+				t.Errorf("%q: line %d starts outside the board's structure: %q", s, i+1, line)
+			}
+			if strings.HasPrefix(line, "    e") && !mermaidTask.MatchString(line) {
+				t.Errorf("%q: line %d is not a clean Mermaid task: %q", s, i+1, line)
+			}
+		}
+		if n := len([]rune(s)); n > MaxTextRunes && !strings.Contains(out, "truncated: ") {
+			t.Errorf("%q: long text (%d runes) not truncated", s[:20], n)
+		}
+	}
+}
+
+func TestEscapeLeavesNoActiveCharacter(t *testing.T) {
+	for _, s := range hostile {
+		out := text(s)
+		if strings.ContainsAny(out, "<>\n\r") {
+			t.Errorf("text(%q) = %q has a raw <, > or line break", s, out)
+		}
+		// Strip the renderer's own truncation marker, then every special
+		// character must sit behind an unescaped backslash.
+		body, _, _ := strings.Cut(out, " … _(truncated: ")
+		if body == "_(empty)_" {
+			continue
+		}
+		for i := 0; i < len(body); i++ {
+			switch c := body[i]; {
+			case c == '\\':
+				i++ // the escaped character
+			case strings.IndexByte("`*_[]|#~$", c) >= 0:
+				t.Errorf("text(%q): unescaped %q at %d in %q", s, c, i, body)
+			case c == '&':
+				rest := body[i:]
+				if !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") && !strings.HasPrefix(rest, "&amp;") {
+					t.Errorf("text(%q): bare & at %d in %q", s, i, body)
+				}
+			}
+		}
+		if strings.ContainsAny(body, "\u202E\u202C\x00\x1b") {
+			t.Errorf("text(%q) keeps a control character: %q", s, body)
+		}
+	}
+}
+
+func TestEscapeLeadingMarkers(t *testing.T) {
+	for in, want := range map[string]string{
+		"- x":      `\- x`,
+		"+ x":      `\+ x`,
+		"= x":      `\= x`,
+		"1. x":     `1\. x`,
+		"12) x":    `12\) x`,
+		"# x":      `\# x`,
+		"> x":      `&gt; x`,
+		"a-b 1. c": `a-b 1. c`,
+		"v1.2":     `v1.2`,
+		"2026":     `2026`,
+		"  \n- x":  `\- x`,
+		"a\\b":     `a\\b`,
+		"C# & F#":  `C\# &amp; F\#`,
+	} {
+		if got := text(in); got != want {
+			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCodeFallsBackToText(t *testing.T) {
+	for in, want := range map[string]string{
+		"todo_parser":   "`todo_parser`",
+		"src/**":        "`src/**`",
+		"docs/{a,b}.md": "`docs/{a,b}.md`",
+		"a`b":           "a\\`b",
+		"a b":           "a b",
+		"<x>":           "&lt;x&gt;",
+		"":              "_(none)_",
+	} {
+		if got := code(in); got != want {
+			t.Errorf("code(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var mermaidTask = regexp.MustCompile(`^    e[0-9]+ [A-Za-z0-9_ .@-]+ :(done|active|crit, done), [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}, ([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}|[0-9]+[hm])$`)
+
+func TestMermaidName(t *testing.T) {
+	for in, want := range map[string]string{
+		"agent-a":                 "agent-a",
+		"a:b;c#d%e":               "a_b_c_d_e",
+		"x\nsection y":            "x_section y",
+		"  spaced   out  ":        "spaced out",
+		"":                        "_",
+		"ünï":                     "_n_",
+		strings.Repeat("a", 100):  strings.Repeat("a", 60),
+		"ok name.with@all_-chars": "ok name.with@all_-chars",
+	} {
+		if got := mermaidName(in); got != want {
+			t.Errorf("mermaidName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestChartOmittedWithoutLeases(t *testing.T) {
+	b := mixedBoard()
+	b.Leases = nil
+	out := string(Render(b))
+	if strings.Contains(out, "```mermaid") {
+		t.Error("chart drawn without any lease")
+	}
+	if !strings.Contains(out, "## Lease timeline\n\n_none_\n") {
+		t.Error("empty timeline does not say _none_")
+	}
+}
+
+func TestChartCapsHolders(t *testing.T) {
+	l := &lease.Lease{TodoID: "todo_busy", Owner: "agent-a", IdempotencyKey: "k", Version: 30, Epoch: 30,
+		Status: lease.LeaseReleased, AcquiredAt: at(0), ExpiresAt: at(1), ReleasedAt: ptr(at(300))}
+	for e := 1; e <= 30; e++ {
+		l.Holders = append(l.Holders, lease.Holder{Epoch: int64(e), Owner: "agent-a", IdempotencyKey: "k", StartedAt: at(e * 5), EndedAt: ptr(at(e*5 + 4)), EndReason: "released"})
+	}
+	out := string(Render(Board{Goal: goal("busy"), Todos: []*lease.Todo{todo("todo_busy", "P2", "busy")}, Leases: []*lease.Lease{l}}))
+	if got := strings.Count(out, "\n    e"); got != MaxChartHolders {
+		t.Errorf("%d bars drawn, want %d", got, MaxChartHolders)
+	}
+	if !strings.Contains(out, "    %% 10 earlier epochs omitted\n") || !strings.Contains(out, "    e11 ") || strings.Contains(out, "    e10 ") {
+		t.Errorf("wrong epochs kept:\n%s", out)
+	}
+}
+
+func TestNilGoalAndNilEntries(t *testing.T) {
+	out := Render(Board{Todos: []*lease.Todo{nil, todo("todo_abc", "P2", "x")}, Leases: []*lease.Lease{nil}})
+	checkShape(t, out)
+	if !strings.HasPrefix(string(out), "# Goal board\n") {
+		t.Errorf("nil goal: got %q", out[:40])
+	}
+}
+
+// The board's note staleness must agree with the lease package's at any
+// time before a claim or lease expires (the board has no clock to see
+// expiry).
+func TestNoteStalenessMatchesLease(t *testing.T) {
+	for _, mk := range []func() Board{mixedBoard, timelineBoard} {
+		b := mk()
+		r := newRenderer(b)
+		for _, td := range b.Todos {
+			l := r.leaseOf[td.ID]
+			// Notes with every plausible fact set, stale or not.
+			notes := []lease.Note{{}, {Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy}}, {Facts: r.currentFacts(td)}}
+			if l != nil {
+				notes = append(notes, lease.Note{Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy, LeaseOwner: l.Owner, LeaseEpoch: l.Epoch}})
+			}
+			for _, n := range notes {
+				if got, want := n.Facts != r.currentFacts(td), lease.NoteStale(td, l, n, at(0)); got != want {
+					t.Errorf("%s note %+v: board stale=%v, lease stale=%v", td.ID, n.Facts, got, want)
+				}
+			}
+		}
+	}
+}

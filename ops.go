@@ -1,0 +1,232 @@
+package loopx
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// goalOf resolves the goal of a command (explicit, configured default, or
+// the only active goal).
+func (s *Store) goalOf(v *lease.View, explicit string) (string, error) {
+	return lease.ResolveGoal(v, explicit, s.defaultGoal)
+}
+
+// CreateGoal creates a goal.
+func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result, error) {
+	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		return lease.CreateGoal(v, req, now)
+	})
+}
+
+// ArchiveGoal archives a goal.
+func (s *Store) ArchiveGoal(goal, actor string) (*Result, error) {
+	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		return lease.ArchiveGoal(v, g, actor, now)
+	})
+}
+
+// ShowGoal shows a goal with its counts.
+func (s *Store) ShowGoal(goal string) (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		id, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		g, err := lease.RequireGoal(v, id)
+		if err != nil {
+			return nil, err
+		}
+		agents, err := lease.RegisteredAgents(v, id)
+		if err != nil {
+			return nil, err
+		}
+		todos, err := v.Todos(id)
+		if err != nil {
+			return nil, err
+		}
+		counts := map[string]int{lease.TodoOpen: 0, lease.TodoDone: 0, lease.TodoSuperseded: 0}
+		for _, t := range todos {
+			counts[t.Status]++
+		}
+		return &lease.Outcome{Operation: "goal.show", Data: map[string]any{
+			"goal_id": id, "goal": g, "agents": len(agents), "todo_counts": counts}}, nil
+	})
+}
+
+// ListGoals lists every goal.
+func (s *Store) ListGoals() (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		if _, err := lease.RequireStore(v); err != nil {
+			return nil, err
+		}
+		goals, err := v.Goals()
+		if err != nil {
+			return nil, err
+		}
+		if goals == nil {
+			goals = []*lease.Goal{}
+		}
+		return &lease.Outcome{Operation: "goal.list", Data: map[string]any{"goals": goals}}, nil
+	})
+}
+
+// RegisterAgent registers an agent in a goal.
+func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
+	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, req.Goal)
+		if err != nil {
+			return nil, err
+		}
+		req.Goal = g
+		return lease.RegisterAgent(v, req, now)
+	})
+}
+
+// UnregisterAgent unregisters an agent.
+func (s *Store) UnregisterAgent(goal, agent string) (*Result, error) {
+	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		return lease.UnregisterAgent(v, g, agent, now)
+	})
+}
+
+// ListAgents lists a goal's agent registrations (all, with status).
+func (s *Store) ListAgents(goal string) (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := lease.RequireGoal(v, g); err != nil {
+			return nil, err
+		}
+		agents, err := v.Agents(g)
+		if err != nil {
+			return nil, err
+		}
+		if agents == nil {
+			agents = []*lease.Agent{}
+		}
+		return &lease.Outcome{Operation: "agent.list", Data: map[string]any{"goal_id": g, "agents": agents}}, nil
+	})
+}
+
+// AddTodo adds a todo.
+func (s *Store) AddTodo(req lease.AddRequest) (*Result, error) {
+	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, req.Goal)
+		if err != nil {
+			return nil, err
+		}
+		req.Goal = g
+		return lease.AddTodo(v, req, now)
+	})
+}
+
+// VerifyData is the result of verify.
+type VerifyData struct {
+	OK            bool            `json:"valid"`
+	Problems      []lease.Problem `json:"problems"`
+	PendingBoards []string        `json:"pending_boards"`
+}
+
+// Verify checks every record on the head, and reports boards that are not
+// up to date with the state they should render.
+func (s *Store) Verify() (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		problems, err := lease.Verify(v)
+		if err != nil {
+			return nil, err
+		}
+		d := VerifyData{Problems: problems, PendingBoards: []string{}}
+		if problems == nil {
+			d.Problems = []lease.Problem{}
+		}
+		if goals, err := v.Goals(); err == nil && len(problems) == 0 {
+			for _, g := range goals {
+				if pending, err := boardPending(v, g.ID); err == nil && pending {
+					d.PendingBoards = append(d.PendingBoards, g.ID)
+				}
+			}
+		}
+		sort.Strings(d.PendingBoards)
+		d.OK = len(d.Problems) == 0
+		return &lease.Outcome{Operation: "verify", Data: d}, nil
+	})
+}
+
+// ProjectMarkdown renders the goal's board from the current head and commits
+// it when it differs. It repairs a pending delivery.
+func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
+	var id string
+	res, err := s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := lease.RequireGoal(v, g); err != nil {
+			return nil, err
+		}
+		id = g
+		return &lease.Outcome{Operation: "todo.project-markdown"}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := s.opts
+	s.opts.FailProjection = false
+	status, reason := s.deliverBoard(id)
+	s.opts = opts
+	head, err := s.git.Head()
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	sn, err := s.git.Snapshot(head)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	board, _, err := viewOf(sn).ReadFile(lease.BoardPath(id))
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	res.Mutation = true
+	res.Status = lease.StatusApplied
+	if status == ProjectionNotRequired {
+		res.Status = lease.StatusNoChange
+	}
+	res.Projection, res.ProjectionError = status, reason
+	res.Revision, res.CurrentRevision = revString(head), revString(head)
+	res.Data = map[string]any{"goal_id": id, "path": lease.BoardPath(id)}
+	return res, board, nil
+}
+
+// GCData is the result of gc.
+type GCData struct {
+	LooseBefore int   `json:"loose_objects_before"`
+	LooseAfter  int   `json:"loose_objects_after"`
+	Packs       int   `json:"packs"`
+	SizeBefore  int64 `json:"size_before"`
+	SizeAfter   int64 `json:"size_after"`
+}
+
+// GC packs the store's loose objects under the writer fence.
+func (s *Store) GC() (*Result, error) {
+	st, err := s.git.GC(context.Background())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	head, _ := s.git.Head()
+	return &Result{Operation: "gc", CurrentRevision: revString(head), Data: GCData{
+		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
+		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}}, nil
+}

@@ -1,0 +1,63 @@
+package loopx
+
+import (
+	"encoding/json"
+)
+
+// Projection delivery states.
+const (
+	ProjectionDelivered   = "delivered"
+	ProjectionPending     = "pending"
+	ProjectionNotRequired = "not_required"
+)
+
+// Result is the outcome of one command: the envelope fields of the contract
+// and the command's own fields (Data), merged at the top level in JSON.
+type Result struct {
+	Operation string
+	// Mutation marks results of commands that can write; they carry the
+	// status, revision and projection fields.
+	Mutation        bool
+	Status          string
+	Revision        string
+	CurrentRevision string
+	Projection      string
+	// ProjectionError says why a pending board was not delivered.
+	ProjectionError string
+	Data            any
+}
+
+// MarshalJSON renders the contract's envelope.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	if r.Data != nil {
+		raw, err := json.Marshal(r.Data)
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > 0 && raw[0] == '{' {
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, err
+			}
+		} else {
+			m["result"] = json.RawMessage(raw)
+		}
+	}
+	m["ok"] = true
+	m["operation"] = r.Operation
+	m["provider"] = "git"
+	m["current_provider_revision"] = r.CurrentRevision
+	if r.Mutation {
+		m["status"] = r.Status
+		m["idempotent"] = r.Status != "applied"
+		m["revision"] = r.Revision
+		m["projection_delivery"] = r.Projection
+		if r.Projection == ProjectionPending {
+			m["retry_business_mutation"] = false
+			if r.ProjectionError != "" {
+				m["projection_error"] = r.ProjectionError
+			}
+		}
+	}
+	return json.Marshal(m)
+}

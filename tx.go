@@ -1,0 +1,205 @@
+package loopx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/markdown"
+)
+
+// files adapts a gitstore snapshot to lease.Files.
+type files struct{ sn *gitstore.Snapshot }
+
+func (f files) Read(p string) ([]byte, bool, error) { return f.sn.Read(p) }
+func (f files) Walk(dir string, fn func(string, []byte) error) error {
+	return f.sn.Walk(dir, fn)
+}
+func (f files) List(dir string) ([]string, error) {
+	entries, err := f.sn.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names, nil
+}
+
+func revString(h gitstore.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+func viewOf(sn *gitstore.Snapshot) *lease.View {
+	return lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+}
+
+// decideFunc is one pure decision on a view at a decision time.
+type decideFunc func(v *lease.View, now time.Time) (*lease.Outcome, error)
+
+// read runs a read-only decision on the current head.
+func (s *Store) read(decide decideFunc) (*Result, error) {
+	head, err := s.git.Head()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	sn, err := s.git.Snapshot(head)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	v := viewOf(sn)
+	o, err := decide(v, lease.Now(s.opts.now(), sn.Time()))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return &Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}, nil
+}
+
+func authorEmail(actor string) string { return actor + "@loopx.invalid" }
+
+// mutate runs decide in a transaction on the state ref, then delivers the
+// board when the decision may have changed it.
+func (s *Store) mutate(decide decideFunc) (*Result, error) {
+	ctx := context.Background()
+	var out *lease.Outcome
+	head, err := s.git.Transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		v := viewOf(sn)
+		now := lease.Now(s.opts.now(), sn.Time())
+		o, err := decide(v, now)
+		if err != nil {
+			return nil, err
+		}
+		out = o
+		if !o.Write {
+			return nil, nil
+		}
+		changes := v.Changes()
+		p := &gitstore.Proposal{Info: commitInfo(o.Actor, o.Message(), now)}
+		for _, c := range changes {
+			p.Changes = append(p.Changes, gitstore.Change{Path: c.Path, Data: c.Data, Delete: c.Data == nil})
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status,
+		CurrentRevision: revString(head), Projection: ProjectionNotRequired, Data: out.Data}
+	switch {
+	case out.Write:
+		res.Revision = revString(head)
+	case out.Status == lease.StatusReplayed:
+		res.Revision = s.appliedAt(head, out.ReplayOf)
+	default:
+		res.Revision = revString(head)
+	}
+	if out.Write && out.BoardChanged && out.Goal != "" {
+		res.Projection, res.ProjectionError = s.deliverBoard(out.Goal)
+		if res.Projection == ProjectionDelivered || res.Projection == ProjectionNotRequired {
+			if h, err := s.git.Head(); err == nil {
+				res.CurrentRevision = revString(h)
+			}
+		}
+	}
+	return res, nil
+}
+
+func commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {
+	name := actor
+	if name == "" {
+		name = "loopx"
+	}
+	return gitstore.CommitInfo{Message: msg, AuthorName: name, AuthorEmail: authorEmail(name),
+		CommitterName: "loopx", CommitterEmail: "loopx@loopx.invalid", When: now}
+}
+
+// appliedAt finds the commit that first applied a receipt decided on
+// revision decidedOn: that revision's child on the state ref's history.
+func (s *Store) appliedAt(head gitstore.Hash, decidedOn string) string {
+	found := ""
+	_ = s.git.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+		if revString(c.Parent) == decidedOn {
+			found = c.Hash.String()
+			return false, nil
+		}
+		return true, nil
+	})
+	return found
+}
+
+// errProjectionInjected is the fault the FailProjection option injects.
+var errProjectionInjected = errors.New("projection delivery failed (injected fault)")
+
+// deliverBoard renders the goal's board from the current head and commits it
+// in a separate commit when its bytes changed. A failure leaves the state
+// commit standing and reports "pending".
+func (s *Store) deliverBoard(goal string) (status, reason string) {
+	if s.opts.FailProjection {
+		return ProjectionPending, errProjectionInjected.Error()
+	}
+	delivered := false
+	_, err := s.git.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		delivered = false
+		v := viewOf(sn)
+		board, err := renderBoard(v, goal)
+		if err != nil || board == nil {
+			return nil, err
+		}
+		old, _, err := v.ReadFile(lease.BoardPath(goal))
+		if err != nil || bytes.Equal(old, board) {
+			return nil, err
+		}
+		delivered = true
+		now := lease.Now(s.opts.now(), sn.Time())
+		info := commitInfo("", lease.ProjectionMessage(goal, revString(sn.Revision())), now)
+		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}}, Info: info}, nil
+	})
+	if err != nil {
+		return ProjectionPending, mapErr(err).Error()
+	}
+	if delivered {
+		return ProjectionDelivered, ""
+	}
+	return ProjectionNotRequired, ""
+}
+
+// renderBoard renders a goal's board from a view; nil when the goal is absent.
+func renderBoard(v *lease.View, goal string) ([]byte, error) {
+	g, err := v.Goal(goal)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	todos, err := v.Todos(goal)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := v.Leases(goal)
+	if err != nil {
+		return nil, err
+	}
+	return markdown.Render(markdown.Board{Goal: g, Todos: todos, Leases: leases}), nil
+}
+
+// boardPending reports whether the goal's committed board differs from what
+// the head renders.
+func boardPending(v *lease.View, goal string) (bool, error) {
+	board, err := renderBoard(v, goal)
+	if err != nil || board == nil {
+		return false, err
+	}
+	old, _, err := v.ReadFile(lease.BoardPath(goal))
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Equal(old, board), nil
+}
+
+var _ = fmt.Sprintf
