@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -135,13 +136,24 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 	commitHash := hashObject(plumbing.CommitObject, commitData)
 	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
 
-	if err := s.odb.write(b.out); err != nil {
+	// The ref-lock twin holds the new value; it is fsynced together with
+	// the objects.
+	twin, twinFile, err := s.createTwin(commitHash)
+	if err != nil {
+		return ZeroHash, err
+	}
+	defer os.Remove(twin) // after the lock is renamed or removed
+	err = s.odb.write(b.out, twinFile)
+	if cerr := twinFile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
 	}
 	hook("objects-written")
 
 	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
-	if err := s.updateRef(expected, commitHash, "loopx: "+subject, committer); err != nil {
+	if err := s.updateRef(expected, commitHash, twin, "loopx: "+subject, committer); err != nil {
 		return ZeroHash, err
 	}
 	s.noteCommit()

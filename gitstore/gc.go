@@ -77,7 +77,7 @@ func readGCState(commonDir string) (gcState, error) {
 		key, val, _ := strings.Cut(sc.Text(), " ")
 		switch key {
 		case "commits":
-			st.commits, _ = strconv.Atoi(val)
+			st.commits, _ = strconv.Atoi(strings.TrimLeft(val, "0"))
 		case "packed":
 			if plumbing.IsHash(val) {
 				st.packed = plumbing.NewHash(val)
@@ -95,8 +95,9 @@ func readGCState(commonDir string) (gcState, error) {
 // only delays a GC or forgets which packs are gitstore's).
 func writeGCState(commonDir string, st gcState) error {
 	var b bytes.Buffer
-	b.WriteString("# loopx gitstore GC state\n")
-	fmt.Fprintf(&b, "commits %d\n", st.commits)
+	// The counter comes first, fixed-width, so that noteCommit can update
+	// it in place.
+	fmt.Fprintf(&b, "commits %0*d\n", counterDigits, min(st.commits, counterMax))
 	if !st.packed.IsZero() {
 		fmt.Fprintf(&b, "packed %s\n", st.packed)
 	}
@@ -116,9 +117,29 @@ func writeGCState(commonDir string, st gcState) error {
 	return nil
 }
 
-// noteCommit counts a commit towards the next automatic GC. Callers hold
-// the exclusive fence and s.mu.
+const (
+	counterPrefix = "commits "
+	counterDigits = 10
+	counterMax    = 9999999999
+)
+
+// noteCommit counts a commit towards the next automatic GC: a 10-byte
+// write in place into the state file (no rename, no fsync). Callers hold
+// the exclusive fence.
 func (s *Store) noteCommit() {
+	name := filepath.Join(s.commonDir, gcStateFile)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err == nil {
+		defer f.Close()
+		var b [len(counterPrefix) + counterDigits + 1]byte
+		if n, _ := f.ReadAt(b[:], 0); n == len(b) && string(b[:len(counterPrefix)]) == counterPrefix && b[len(b)-1] == '\n' {
+			if c, err := strconv.Atoi(string(b[len(counterPrefix) : len(b)-1])); err == nil {
+				digits := fmt.Sprintf("%0*d", counterDigits, min(c+1, counterMax))
+				f.WriteAt([]byte(digits), int64(len(counterPrefix)))
+				return
+			}
+		}
+	}
 	st, err := readGCState(s.commonDir)
 	if err != nil {
 		return
@@ -314,19 +335,10 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 		if err != nil {
 			return err
 		}
-		it, err := idx.Entries()
-		if err != nil {
-			return err
-		}
-		for {
-			e, err := it.Next()
-			if err != nil {
-				break
-			}
-			in.WriteString(e.Hash.String())
+		for i := 0; i < idx.count(); i++ {
+			in.WriteString(idx.name(i).String())
 			in.WriteByte('\n')
 		}
-		it.Close()
 	}
 	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", "-q", prefix)
 	if err != nil {

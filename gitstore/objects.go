@@ -14,9 +14,6 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // objectDB reads and writes the objects of one repository.
@@ -38,31 +35,17 @@ type objectDB struct {
 
 	packsLoaded bool
 	packs       []*packReader
-	deltaCache  cache.Object
+	deltaCache  *baseCache
 
 	zr io.ReadCloser // reused zlib reader
 }
-
-type packReader struct {
-	name Hash
-	idx  *idxfile.MemoryIndex
-	file *os.File
-	pf   *packfile.Packfile
-}
-
-// osFile adapts *os.File to go-billy's File interface, which go-git's
-// packfile reader wants; the lock methods are never used by it.
-type osFile struct{ *os.File }
-
-func (osFile) Lock() error   { return nil }
-func (osFile) Unlock() error { return nil }
 
 func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
 	return &objectDB{
 		commonDir:  commonDir,
 		objDir:     filepath.Join(commonDir, "objects"),
 		repo:       repo,
-		deltaCache: cache.NewObjectLRU(16 * cache.MiByte),
+		deltaCache: &baseCache{},
 	}
 }
 
@@ -73,11 +56,11 @@ func (db *objectDB) close() error {
 
 func (db *objectDB) closePacks() {
 	for _, p := range db.packs {
-		p.file.Close()
+		p.close()
 	}
 	db.packs = nil
 	db.packsLoaded = false
-	db.deltaCache.Clear()
+	db.deltaCache.clear()
 }
 
 // refresh forgets every cached pack list.
@@ -118,15 +101,9 @@ func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
 	}
 	db.loadPacks()
 	for _, p := range db.packs {
-		if ok, _ := p.idx.Contains(h); !ok {
-			continue
+		if t, data, ok, err := p.get(h); ok {
+			return t, data, err
 		}
-		obj, err := p.pf.Get(h)
-		if err != nil {
-			return 0, nil, fmt.Errorf("gitstore: object %s in pack %s: %w", h, p.name, err)
-		}
-		data, err := readEncoded(obj)
-		return obj.Type(), data, err
 	}
 	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
@@ -214,40 +191,6 @@ func packPath(objDir string, name Hash, ext string) string {
 	return filepath.Join(objDir, "pack", "pack-"+name.String()+ext)
 }
 
-// readPackIndex decodes the .idx of pack name.
-func readPackIndex(objDir string, name Hash) (*idxfile.MemoryIndex, error) {
-	f, err := os.Open(packPath(objDir, name, ".idx"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
-		return nil, fmt.Errorf("gitstore: pack index %s: %w", name, err)
-	}
-	if Hash(idx.PackfileChecksum) != name {
-		return nil, fmt.Errorf("gitstore: pack index %s: checksum mismatch", name)
-	}
-	return idx, nil
-}
-
-func openPack(objDir string, name Hash, c cache.Object) (*packReader, error) {
-	idx, err := readPackIndex(objDir, name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(packPath(objDir, name, ".pack"))
-	if err != nil {
-		return nil, err
-	}
-	return &packReader{
-		name: name,
-		idx:  idx,
-		file: f,
-		pf:   packfile.NewPackfileWithCache(idx, nil, osFile{f}, c, 0),
-	}, nil
-}
-
 // has reports whether object h exists as a loose object or in one of
 // gitstore's packs. It does not consult other packs (that would load every
 // pack index of the repository): at worst an object is written loose again,
@@ -258,7 +201,7 @@ func (db *objectDB) has(h Hash) bool {
 	}
 	db.loadPacks()
 	for _, p := range db.packs {
-		if ok, _ := p.idx.Contains(h); ok {
+		if p.idx.find(h) >= 0 {
 			return true
 		}
 	}
@@ -280,8 +223,9 @@ var tmpCounter atomic.Uint64
 
 // write stores objs as loose objects, skipping those that exist. Every new
 // object file and every directory entry naming one is fsynced before write
-// returns, so that a ref may then point at them.
-func (db *objectDB) write(objs []newObject) error {
+// returns, so that a ref may then point at them. The extra files are
+// fsynced along with the objects (one round of concurrent fsyncs).
+func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
 	type pending struct {
 		tmp, final string
 		f          *os.File
@@ -326,13 +270,18 @@ func (db *objectDB) write(objs []newObject) error {
 			return err
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
 	// fsync the files concurrently: the file system can merge the journal
 	// commits.
-	if err := parallel(len(todo), func(i int) error { return todo[i].f.Sync() }); err != nil {
+	if err := parallel(len(todo)+len(extra), func(i int) error {
+		if i < len(todo) {
+			return todo[i].f.Sync()
+		}
+		return extra[i-len(todo)].Sync()
+	}); err != nil {
 		return err
+	}
+	if len(todo) == 0 {
+		return nil
 	}
 	for i := range todo {
 		p := &todo[i]
@@ -341,14 +290,13 @@ func (db *objectDB) write(objs []newObject) error {
 			return err
 		}
 		p.f = nil
-		// Like git: link, then remove the temporary name; an existing
-		// object with the same name is the same object.
-		if err := os.Link(p.tmp, p.final); err != nil && !errors.Is(err, os.ErrExist) {
-			if err := os.Rename(p.tmp, p.final); err != nil {
-				return err
-			}
+		// rename (git links then unlinks, to never replace an existing
+		// object; one with the same name has the same content, so
+		// replacing it is harmless, and rename is one metadata operation
+		// instead of two).
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			return err
 		}
-		os.Remove(p.tmp)
 		p.tmp = ""
 	}
 	var syncDirs []string
@@ -391,6 +339,9 @@ func writeCompressed(w io.Writer, t plumbing.ObjectType, data []byte) error {
 
 // parallel runs fn(0..n-1) concurrently and returns the first error.
 func parallel(n int, fn func(i int) error) error {
+	if n == 0 {
+		return nil
+	}
 	if n == 1 {
 		return fn(0)
 	}

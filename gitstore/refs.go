@@ -153,22 +153,30 @@ func hook(point string) {
 	}
 }
 
-// updateRef moves the ref from expected to newHash.
-func (s *Store) updateRef(expected, newHash Hash, reflogMsg string, who string) error {
+// createTwin creates the ref-lock twin holding newHash (not yet fsynced).
+func (s *Store) createTwin(newHash Hash) (string, *os.File, error) {
+	name := filepath.Join(s.commonDir, fmt.Sprintf("%s%d.%d", refLockTmpStart, os.Getpid(), refLockCounter.Add(1)))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return "", nil, fmt.Errorf("gitstore: %w", err)
+	}
+	if _, err := f.WriteString(newHash.String() + "\n"); err != nil {
+		f.Close()
+		os.Remove(name)
+		return "", nil, fmt.Errorf("gitstore: %w", err)
+	}
+	return name, f, nil
+}
+
+// updateRef moves the ref from expected to newHash; tmp is the fsynced
+// twin holding newHash (see createTwin).
+func (s *Store) updateRef(expected, newHash Hash, tmp, reflogMsg, who string) error {
 	refPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref))
 	lockPath := refPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
 		return fmt.Errorf("gitstore: %w", err)
 	}
 	content := []byte(newHash.String() + "\n")
-
-	// The twin: our claim on the lock, holding the new value.
-	tmp := filepath.Join(s.commonDir, fmt.Sprintf("%s%d.%d", refLockTmpStart, os.Getpid(), refLockCounter.Add(1)))
-	if err := writeFileSync(tmp, content); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("gitstore: %w", err)
-	}
-	defer os.Remove(tmp) // after the lock is renamed or removed
 
 	if err := s.acquireRefLock(tmp, lockPath, content); err != nil {
 		return err
@@ -316,22 +324,6 @@ func (s *Store) cleanRefLockTwins() {
 		}
 		os.Remove(name)
 	}
-}
-
-// writeFileSync creates name with data and fsyncs it.
-func writeFileSync(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // appendReflog appends a line to the ref's reflog if it exists (git creates

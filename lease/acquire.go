@@ -22,9 +22,14 @@ package lease
 //     ended "released".
 //   - The stored scope set is sorted and de-duplicated; an empty set is
 //     allowed and never conflicts.
-//   - ScopesOverlap is case-sensitive (Git paths are) and conservative: a
-//     scope also covers everything below it (a literal "src" overlaps
-//     "src/a.go"), and a pattern it cannot analyse overlaps everything.
+//   - ScopesOverlap decides whether two doublestar globs can name a common
+//     path exactly (segment by segment, "**" as zero or more segments, '*',
+//     '?', classes, braces), case-sensitively (Git paths are), and then
+//     errs towards overlap: a scope also covers everything below what it
+//     matches, since any matched path may be a folder (a literal "src"
+//     overlaps "src/a.go"; "a/*/c" overlaps "a/c"; "**/*.go" overlaps every
+//     scope), and a pattern it cannot analyse (unbalanced, escapes, more
+//     than 64 brace alternatives) overlaps everything.
 
 import (
 	"slices"

@@ -12,7 +12,7 @@ import (
 
 var tlAgents = []string{"agent-a", "agent-b", "agent-c"}
 
-func newAcquireFix(t testing.TB) *tlFix {
+func newAcquireFix(t tlTB) *tlFix {
 	return newTLFix(t, HandoffSoftClaim, tlAgents, "todo_aaa", "todo_bbb")
 }
 
@@ -227,7 +227,7 @@ func TestAcquireAdmission(t *testing.T) {
 				now = now100
 			}
 			before := f.lease("todo_aaa")
-			o, err := f.acquire(now, req)
+			o, err := f.run(now, func(v *View) (*Outcome, error) { return Acquire(v, req, now) })
 			e := wantCode(t, err, c.code)
 			if c.code != "" {
 				if after := f.lease("todo_aaa"); !reflect.DeepEqual(before, after) {
@@ -373,7 +373,9 @@ func TestScopesOverlap(t *testing.T) {
 		{"*.go", "a.go", true},
 		{"*.go", "src/a.go", false},
 		{"**/*.go", "src/a/b.go", true},
-		{"**/*.go", "README.md", false},
+		{"src/**/*.go", "docs/README.md", false},
+		// a scope also covers what is below it (README.md may be a folder)
+		{"**/*.go", "README.md", true},
 		{"**", "anything/at/all", true},
 		{"{src,lib}/c.go", "lib/**", true},
 		{"{src,lib}/c.go", "docs/**", false},
@@ -387,7 +389,8 @@ func TestScopesOverlap(t *testing.T) {
 		{"src/[!a]*.go", "src/[!b]*.go", true},
 		{"a?c", "abc", true},
 		{"a?c", "ac", false},
-		{"a/*/c", "a/c", false},
+		{"a/*/c", "b/c", false},
+		{"a/*/c", "a/c", true}, // a/c/c
 		{"a/**/c", "a/c", true},
 		{"a/**/c/d", "a/x/y/c/*", true},
 		{"x**y", "xay", true},

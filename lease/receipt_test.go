@@ -22,15 +22,22 @@ func tlAt(sec int) time.Time { return tlT0.Add(time.Duration(sec) * time.Second)
 
 func tlI64(v int64) *int64 { return &v }
 
+// tlTB is what the fixtures need from *testing.T and *rapid.T.
+type tlTB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 type tlFix struct {
-	tb    testing.TB
+	tb    tlTB
 	files MemFiles
 	rev   int
 }
 
 // newTLFix builds a store with goal "g" in mode, the given registered agents
 // and open todos.
-func newTLFix(tb testing.TB, mode string, agents []string, todos ...string) *tlFix {
+func newTLFix(tb tlTB, mode string, agents []string, todos ...string) *tlFix {
 	f := &tlFix{tb: tb, files: MemFiles{}}
 	v := f.view(tlT0)
 	v.PutMeta(&StoreMeta{FormatVersion: FormatVersion, CreatedAt: tlT0})

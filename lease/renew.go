@@ -67,7 +67,9 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	if err := requireWorkableTodo(t); err != nil {
 		return nil, err
 	}
-	if _, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+	if owner, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+		return nil, err
+	} else if err := requireGrantStands(owner, l); err != nil {
 		return nil, err
 	}
 	if err := executionEligibility(t, req.Owner, true, now); err != nil {
@@ -102,4 +104,14 @@ func checkProofRequest(goal, todo, owner, key string) error {
 		return err
 	}
 	return CheckIdempotencyKey("idempotency key", key)
+}
+
+// requireGrantStands refuses to continue an execution whose owner registered
+// again after it was granted: re-registration never revives old executions
+// (see LeaseEffective).
+func requireGrantStands(owner *Agent, l *Lease) error {
+	if owner.RegisteredAt.After(LastGrant(l)) {
+		return Errorf(CodeLeaseNotActive, "%s registered again after this execution was granted: acquire a new execution", owner.ID)
+	}
+	return nil
 }

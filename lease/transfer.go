@@ -100,7 +100,9 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	if err := requireWorkableTodo(t); err != nil {
 		return nil, err
 	}
-	if _, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+	if owner, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+		return nil, err
+	} else if err := requireGrantStands(owner, l); err != nil {
 		return nil, err
 	}
 	if _, err := RequireAgent(v, req.Goal, "new owner", req.NewOwner); err != nil {

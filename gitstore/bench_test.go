@@ -1,0 +1,101 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchStore returns a store whose tree holds files files: "items/NNNNN.yaml"
+// in one directory (the worst case for tree rewriting) plus a few others.
+func benchStore(b *testing.B, files int) *Store {
+	b.Helper()
+	dir := newRepo(b)
+	s := openT(b, dir, Options{})
+	changes := make([]Change, 0, files)
+	for i := 0; i < files; i++ {
+		changes = append(changes, put(fmt.Sprintf("items/%05d.yaml", i), fmt.Sprintf("id: %d\ntitle: item number %d\nstate: open\n", i, i)))
+	}
+	commitT(b, s, changes...)
+	return s
+}
+
+// BenchmarkCommit measures one Commit changing one file (fsyncs included),
+// with the fence held.
+func BenchmarkCommit(b *testing.B) {
+	for _, files := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			s := benchStore(b, files)
+			unlock, err := s.Lock(context.Background(), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unlock()
+			head, _ := s.Head()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := fmt.Sprintf("items/%05d.yaml", i%files)
+				head, err = s.Commit(head, []Change{put(p, fmt.Sprintf("id: %d\nstate: done %d\n", i%files, i))},
+					CommitInfo{Message: "update " + p, When: time.Unix(1700000000+int64(i), 0)})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotRead measures reading one file of the head, as a short
+// loopx command does: warm (same Store) and cold (Open, Head, Snapshot,
+// Read, Close), on a store of loose objects and on one packed by GC.
+func BenchmarkSnapshotRead(b *testing.B) {
+	for _, packed := range []bool{false, true} {
+		s := benchStore(b, 1000)
+		for i := 0; i < 200; i++ {
+			commitT(b, s, put(fmt.Sprintf("items/%05d.yaml", i), fmt.Sprintf("v%d", i)))
+		}
+		name := "loose"
+		if packed {
+			name = "packed"
+			if _, err := s.GC(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name+"/warm", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				head, err := s.Head()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sn, err := s.Snapshot(head)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, ok, err := sn.Read(fmt.Sprintf("items/%05d.yaml", i%1000)); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		b.Run(name+"/cold", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				s2, err := Open(s.WorkDir(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				head, err := s2.Head()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sn, err := s2.Snapshot(head)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, ok, err := sn.Read(fmt.Sprintf("items/%05d.yaml", i%1000)); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+				s2.Close()
+			}
+		})
+	}
+}

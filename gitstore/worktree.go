@@ -1,0 +1,193 @@
+package gitstore
+
+// The working tree side of the repository, used by `loopx guard`: the paths
+// a commit is about to record, git configuration values, and hooks. These
+// run the git command (the guard runs inside a git hook, so git is there),
+// in the top of the working tree and with the inherited environment, so the
+// GIT_INDEX_FILE a hook receives (`git commit -a`, `git commit PATH`) is
+// honoured.
+//
+// Hook installation never loses an existing hook:
+//   - no hook: write "#!/bin/sh\n" + snippet, mode 0755;
+//   - a hook containing the marker: nothing changes (idempotent);
+//   - any other hook: it is renamed to "<name>.loopx-chained" (or
+//     "<name>.loopx-chained-N" when that name is taken) and a new hook runs
+//     it first, with the same arguments and stdin, stops with its exit status
+//     when it fails, and then runs the snippet. Renaming rather than appending
+//     keeps the old hook's interpreter and its own `exit`/`exec` lines
+//     working: text appended after `exit 0` or `exec ...`, or to a Python
+//     hook, would never run or would break it. A chained hook that is not
+//     executable is skipped, as git itself skips it.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrNoWorkTree is returned (wrapped) by the working tree operations of a
+// bare repository.
+var ErrNoWorkTree = errors.New("no working tree")
+
+// gitOut runs git with args in the top of the working tree (the git dir of
+// a bare repository) and returns its stdout.
+func (s *Store) gitOut(args ...string) ([]byte, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = firstNonEmpty(s.workDir, s.gitDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("gitstore: git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// StagedPaths returns the paths (slash-separated, relative to the top of
+// the working tree, sorted) whose index entry differs from HEAD: added,
+// modified, deleted, type-changed; a rename counts as its deletion and its
+// addition. Before the first commit every staged path counts.
+func (s *Store) StagedPaths() ([]string, error) {
+	if s.workDir == "" {
+		return nil, fmt.Errorf("gitstore: staged paths: %w", ErrNoWorkTree)
+	}
+	out, err := s.gitOut("diff", "--cached", "--name-only", "-z", "--no-renames", "--no-relative", "--no-ext-diff", "--no-textconv")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// ConfigValue returns the value of a git configuration key as git sees it
+// (system, global, repository and worktree files, includes), "" when unset.
+func (s *Store) ConfigValue(key string) (string, error) {
+	cmd := exec.Command("git", "config", "--get", key)
+	cmd.Dir = firstNonEmpty(s.workDir, s.gitDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 && stderr.Len() == 0 {
+		return "", nil // unset
+	}
+	if err != nil {
+		return "", fmt.Errorf("gitstore: git config --get %s: %w: %s", key, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimRight(string(out), "\r\n"), nil
+}
+
+// HooksDir returns the absolute folder git runs hooks from (core.hooksPath
+// respected; the common git dir's hooks for linked worktrees).
+func (s *Store) HooksDir() (string, error) {
+	out, err := s.gitOut("rev-parse", "--git-path", "hooks")
+	if err != nil {
+		return "", err
+	}
+	dir := strings.TrimRight(string(out), "\r\n")
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(firstNonEmpty(s.workDir, s.gitDir), dir)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// ChainedSuffix names the renamed copy of a hook that InstallHook chains.
+const ChainedSuffix = ".loopx-chained"
+
+// InstallHook installs snippet (shell lines) into the hook name so it runs
+// on every invocation, chained after any existing hook (see the file
+// comment). marker is a string that only an installed snippet contains; a
+// hook holding it is left as it is. changed reports whether a file was
+// written; path is the hook's path.
+func (s *Store) InstallHook(name, marker, snippet string) (changed bool, path string, err error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || marker == "" || !strings.Contains(snippet, marker) {
+		return false, "", fmt.Errorf("gitstore: install hook %q: invalid name, marker or snippet", name)
+	}
+	if s.workDir == "" {
+		return false, "", fmt.Errorf("gitstore: install hook: %w", ErrNoWorkTree)
+	}
+	dir, err := s.HooksDir()
+	if err != nil {
+		return false, "", err
+	}
+	path = filepath.Join(dir, name)
+	if !strings.HasSuffix(snippet, "\n") {
+		snippet += "\n"
+	}
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, lerr := os.Lstat(path); lerr == nil {
+			// A dangling symlink: git cannot run it; keep it chained anyway.
+			return s.chainHook(dir, name, path, snippet)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return false, path, err
+		}
+		return true, path, writeHook(path, "#!/bin/sh\n"+snippet)
+	case err != nil:
+		return false, path, err
+	case bytes.Contains(old, []byte(marker)):
+		return false, path, nil
+	}
+	return s.chainHook(dir, name, path, snippet)
+}
+
+// chainHook renames the existing hook at path to a free chained name and
+// writes a hook that runs it, then snippet.
+func (s *Store) chainHook(dir, name, path, snippet string) (bool, string, error) {
+	chained := name + ChainedSuffix
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(filepath.Join(dir, chained)); errors.Is(err, os.ErrNotExist) {
+			break
+		} else if err != nil {
+			return false, path, err
+		}
+		chained = name + ChainedSuffix + "-" + strconv.Itoa(i)
+	}
+	// Write the new hook beside the old one first, then swap: at every
+	// instant the old hook exists under one of its two names.
+	tmp := filepath.Join(dir, "."+name+".loopx-tmp")
+	script := "#!/bin/sh\n" +
+		"# " + name + " hook chained by loopx: the previous hook, kept as " + chained + ", runs first.\n" +
+		"loopx_chained=\"$(dirname \"$0\")/" + chained + "\"\n" +
+		"if [ -x \"$loopx_chained\" ]; then\n" +
+		"\t\"$loopx_chained\" \"$@\" || exit $?\n" +
+		"fi\n" + snippet
+	if err := writeHook(tmp, script); err != nil {
+		return false, path, err
+	}
+	if err := os.Rename(path, filepath.Join(dir, chained)); err != nil {
+		os.Remove(tmp)
+		return false, path, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return false, path, err
+	}
+	return true, path, nil
+}
+
+func writeHook(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755) // the umask may have dropped the x bits
+}

@@ -1,0 +1,172 @@
+package lease
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func tcIDs(ts []*Todo) string {
+	var ids []string
+	for _, t := range ts {
+		ids = append(ids, t.ID)
+	}
+	return fmt.Sprint(ids)
+}
+
+func TestReadyOrdering(t *testing.T) {
+	f := newTC(t, HandoffSoftClaim)
+	f.addTodo("todo_p2_old", tcMin(0), nil)
+	f.addTodo("todo_p0_new", tcMin(5), func(t *Todo) { t.Priority = "P0" })
+	f.addTodo("todo_p2_bbb", tcMin(3), nil)
+	f.addTodo("todo_p2_aaa", tcMin(3), nil)
+	f.addTodo("todo_p4_old", tcMin(-10), func(t *Todo) { t.Priority = "P4" })
+	f.addTodo("todo_p1_new", tcMin(9), func(t *Todo) { t.Priority = "P1" })
+	got, err := Ready(f.view(tcT0), tcGoal, "a", tcT0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[todo_p0_new todo_p1_new todo_p2_old todo_p2_aaa todo_p2_bbb todo_p4_old]"
+	if tcIDs(got) != want {
+		t.Fatalf("order %s, want %s", tcIDs(got), want)
+	}
+}
+
+func TestReadyFiltering(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(f *tcFix)
+		agent string
+		ready bool
+		code  Code
+	}{
+		{name: "open and free", agent: "a", ready: true},
+		{name: "no agent", agent: "", ready: true},
+		{name: "unregistered agent", agent: "zed", code: CodeAgentNotRegistered},
+		{name: "done", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Status = TodoDone }) }, agent: "a"},
+		{name: "archived", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Archived = true }) }, agent: "a"},
+		{name: "claimed by another", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: "a"},
+		{name: "claimed, no agent", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: ""},
+		{name: "claimed by the agent", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "a", nil) }, agent: "a", ready: true},
+		{name: "delegated to the agent", setup: func(f *tcFix) {
+			f.claimTodo("todo_xx1", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, agent: "a", ready: true},
+		{name: "expired claim of another", setup: func(f *tcFix) {
+			f.claimTodo("todo_xx1", "b", func(t *Todo) { t.ClaimExpiresAt = timePtr(tcMin(-1)) })
+		}, agent: "a", ready: true},
+		{name: "dependency open", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.DependsOn = []string{"todo_yy1y1"} }) }, agent: "a"},
+		{name: "dependency done", setup: func(f *tcFix) {
+			f.editTodo("todo_xx1", func(t *Todo) { t.DependsOn = []string{"todo_yy1y1"} })
+			f.editTodo("todo_yy1y1", func(t *Todo) { t.Status = TodoDone })
+		}, agent: "a", ready: true},
+		{name: "excluded", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.ExcludedAgents = []string{"a"} }) }, agent: "a"},
+		{name: "bound to another", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.BoundAgent = "b" }) }, agent: "a"},
+		{name: "bound to the agent", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.BoundAgent = "a" }) }, agent: "a", ready: true},
+		{name: "own lease held by another", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(10)) }, agent: "a"},
+		{name: "own lease held by the agent", setup: func(f *tcFix) { f.putLease("todo_xx1", "a", "ka", 1, 1, tcMin(10)) }, agent: "a", ready: true},
+		{name: "own lease expired", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(-1)) }, agent: "a", ready: true},
+		{name: "scope held by another's effective lease", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
+		}, agent: "a"},
+		{name: "scope held by the agent's lease on another todo", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "a", "ka", 1, 1, tcMin(10), "src/lib/x.go")
+		}, agent: "a"},
+		{name: "scope held by an expired lease", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(-1), "src/**")
+		}, agent: "a", ready: true},
+		{name: "scope held by an unregistered owner", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
+			f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentUnregistered, RegisteredAt: tcT0, UpdatedAt: tcT0})
+		}, agent: "a", ready: true},
+		{name: "disjoint scope", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "docs/**")
+		}, agent: "a", ready: true},
+		{name: "archived goal", setup: func(f *tcFix) {
+			f.edit(func(v *View) {
+				g, _ := v.Goal(tcGoal)
+				g.Status = GoalArchived
+				v.PutGoal(g)
+			})
+		}, agent: "a"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newTC(t, HandoffSoftClaim, "todo_xx1", "todo_yy1y1")
+			f.editTodo("todo_xx1", func(t *Todo) { t.RequiredWriteScopes = []string{"src/lib/**"} })
+			if c.setup != nil {
+				c.setup(f)
+			}
+			got, err := Ready(f.view(tcT0), tcGoal, c.agent, tcT0)
+			tcCode(t, err, c.code)
+			if c.code != "" {
+				return
+			}
+			in := false
+			for _, td := range got {
+				in = in || td.ID == "todo_xx1"
+			}
+			if in != c.ready {
+				t.Fatalf("todo_xx1 ready = %v, want %v (%s)", in, c.ready, tcIDs(got))
+			}
+		})
+	}
+}
+
+func (f *tcFix) readyClaim(now time.Time, r ReadyClaimRequest) (*Outcome, error) {
+	r.Goal = tcGoal
+	return f.run(now, func(v *View, now time.Time) (*Outcome, error) { return ReadyClaim(v, r, now) })
+}
+
+func TestReadyClaim(t *testing.T) {
+	f := newTC(t, HandoffSoftClaim, "todo_one", "todo_two", "todo_three")
+	f.editTodo("todo_three", func(t *Todo) { t.Priority = "P0" })
+
+	// a gets the highest-priority todo.
+	o := f.must(f.readyClaim(tcT0, ReadyClaimRequest{Actor: "a"}))
+	r := tcResult(t, o)
+	if o.Status != StatusApplied || o.Operation != OpTodoClaim || r.TodoID != "todo_three" || r.Claimed == nil || !*r.Claimed {
+		t.Fatalf("first: %+v %+v", o, r)
+	}
+	// Calling again returns the same todo: never a second one.
+	o = f.must(f.readyClaim(tcMin(1), ReadyClaimRequest{Actor: "a"}))
+	if r = tcResult(t, o); o.Status != StatusNoChange || r.TodoID != "todo_three" {
+		t.Fatalf("again: %+v %+v", o, r)
+	}
+	// b gets the next one.
+	o = f.must(f.readyClaim(tcMin(2), ReadyClaimRequest{Actor: "b"}))
+	if r = tcResult(t, o); r.TodoID != "todo_one" {
+		t.Fatalf("b: %+v", r)
+	}
+	// c gets the last one, with a lease; an exact retry replays.
+	req := ReadyClaimRequest{Actor: "c", LeaseKey: "exec-c", LeaseTTLSeconds: 300}
+	o = f.must(f.readyClaim(tcMin(3), req))
+	if r = tcResult(t, o); r.TodoID != "todo_two" || r.Lease == nil || r.Lease.Owner != "c" || o.Version != 1 {
+		t.Fatalf("c: %+v", r)
+	}
+	o = f.must(f.readyClaim(tcMin(4), req))
+	if r = tcResult(t, o); o.Status != StatusReplayed || r.TodoID != "todo_two" {
+		t.Fatalf("c again: %+v", o)
+	}
+	// Nothing left for orch.
+	o = f.must(f.readyClaim(tcMin(5), ReadyClaimRequest{Actor: "orch"}))
+	if r = tcResult(t, o); o.Status != StatusNoChange || o.Write || r.Claimed == nil || *r.Claimed || r.Todo != nil || r.TodoID != "" {
+		t.Fatalf("none: %+v %+v", o, r)
+	}
+	// Bad requests are refused before any candidate.
+	_, err := f.readyClaim(tcMin(6), ReadyClaimRequest{Actor: "orch", ClaimTTLMinutes: -1})
+	tcCode(t, err, CodeInvalidTTL)
+	_, err = f.readyClaim(tcMin(6), ReadyClaimRequest{Actor: "zed"})
+	tcCode(t, err, CodeAgentNotRegistered)
+}
+
+func TestReadyClaimSkipsRefusedCandidates(t *testing.T) {
+	f := newTC(t, HandoffHardLease, "todo_one", "todo_two")
+	// todo_one has an active lease of an agent that was unregistered: not
+	// effective (so ready), but hard_lease refuses a claim change under it.
+	f.putLease("todo_one", "b", "kb", 1, 1, tcMin(10))
+	f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentUnregistered, RegisteredAt: tcT0, UpdatedAt: tcT0})
+	o := f.must(f.readyClaim(tcT0, ReadyClaimRequest{Actor: "a"}))
+	if r := tcResult(t, o); r.TodoID != "todo_two" {
+		t.Fatalf("claimed %s", r.TodoID)
+	}
+}
