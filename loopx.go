@@ -52,6 +52,10 @@ type Options struct {
 	FenceTimeout time.Duration
 	// FailProjection makes board delivery fail (fault injection for tests).
 	FailProjection bool
+	// AfterCommit, when set, runs after a state commit moved the ref and
+	// before anything is reported (tests kill the process there to lose the
+	// response).
+	AfterCommit func()
 }
 
 // Store is an open loopx store.
@@ -59,7 +63,11 @@ type Store struct {
 	git         *gitstore.Store
 	opts        Options
 	defaultGoal string
+	cache       *lease.RecordCache
 }
+
+// recordCacheName is the derived cache of decoded records in the common dir.
+const recordCacheName = "records.gob"
 
 func (o *Options) now() time.Time {
 	if o.Now != nil {
@@ -139,6 +147,15 @@ func Open(opts Options) (*Store, error) {
 	if opts.Ref != "" {
 		ref = opts.Ref
 	}
+	defer func() {
+		if s.git != nil {
+			g := s.git
+			s.cache = lease.NewRecordCache(func() []byte {
+				data, _ := g.ReadCache(recordCacheName)
+				return data
+			})
+		}
+	}()
 	if ref == DefaultRef {
 		s.git = probe
 	} else {
@@ -151,8 +168,13 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close releases the repository.
-func (s *Store) Close() error { return s.git.Close() }
+// Close saves what the record cache learned and releases the repository.
+func (s *Store) Close() error {
+	if s.cache != nil && s.cache.Dirty() {
+		_ = s.git.WriteCache(recordCacheName, s.cache.Encode()) // a cache: best effort
+	}
+	return s.git.Close()
+}
 
 // Ref is the state ref of the store.
 func (s *Store) Ref() string { return s.git.Ref() }

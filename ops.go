@@ -195,7 +195,7 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	board, _, err := viewOf(sn).ReadFile(lease.BoardPath(id))
+	board, _, err := s.viewOf(sn).ReadFile(lease.BoardPath(id))
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -18,6 +19,12 @@ type files struct{ sn *gitstore.Snapshot }
 func (f files) Read(p string) ([]byte, bool, error) { return f.sn.Read(p) }
 func (f files) Walk(dir string, fn func(string, []byte) error) error {
 	return f.sn.Walk(dir, fn)
+}
+func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
+	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
+}
+func (f files) ReadHash(hash string) ([]byte, error) {
+	return f.sn.ReadBlob(plumbing.NewHash(hash))
 }
 func (f files) List(dir string) ([]string, error) {
 	entries, err := f.sn.List(dir)
@@ -38,8 +45,12 @@ func revString(h gitstore.Hash) string {
 	return h.String()
 }
 
-func viewOf(sn *gitstore.Snapshot) *lease.View {
-	return lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+// viewOf returns the records view of a snapshot, sharing the store's
+// decoded-record cache.
+func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
+	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+	v.UseCache(s.cache)
+	return v
 }
 
 // decideFunc is one pure decision on a view at a decision time.
@@ -47,7 +58,7 @@ type decideFunc func(v *lease.View, now time.Time) (*lease.Outcome, error)
 
 // read runs a read-only decision on the current head.
 func (s *Store) read(decide decideFunc) (*Result, error) {
-	head, err := s.git.Head()
+	head, err := s.readHead(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -55,7 +66,7 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	v := viewOf(sn)
+	v := s.viewOf(sn)
 	o, err := decide(v, lease.Now(s.opts.now(), sn.Time()))
 	if err != nil {
 		return nil, mapErr(err)
@@ -70,8 +81,8 @@ func authorEmail(actor string) string { return actor + "@loopx.invalid" }
 func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	ctx := context.Background()
 	var out *lease.Outcome
-	head, err := s.git.Transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
-		v := viewOf(sn)
+	head, err := s.transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		v := s.viewOf(sn)
 		now := lease.Now(s.opts.now(), sn.Time())
 		o, err := decide(v, now)
 		if err != nil {
@@ -91,13 +102,18 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	if out.Write && s.opts.AfterCommit != nil {
+		s.opts.AfterCommit()
+	}
 	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status,
 		CurrentRevision: revString(head), Projection: ProjectionNotRequired, Data: out.Data}
 	switch {
 	case out.Write:
 		res.Revision = revString(head)
-	case out.Status == lease.StatusReplayed:
+	case out.Status == lease.StatusReplayed && out.ReplayOf != "":
 		res.Revision = s.appliedAt(head, out.ReplayOf)
+	case out.Status == lease.StatusReplayed:
+		res.Revision = s.lastApplied(head, out)
 	default:
 		res.Revision = revString(head)
 	}
@@ -135,6 +151,21 @@ func (s *Store) appliedAt(head gitstore.Hash, decidedOn string) string {
 	return found
 }
 
+// lastApplied finds the newest commit that applied the outcome's operation
+// on its todo (replays without a receipt, e.g. a repeated completion).
+func (s *Store) lastApplied(head gitstore.Hash, o *lease.Outcome) string {
+	found := ""
+	_ = s.git.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+		e, ok := lease.ParseMessage(c.Message)
+		if ok && e.Operation == o.Operation && e.Goal == o.Goal && e.Todo == o.Todo && e.Status == lease.StatusApplied {
+			found = c.Hash.String()
+			return false, nil
+		}
+		return true, nil
+	})
+	return found
+}
+
 // errProjectionInjected is the fault the FailProjection option injects.
 var errProjectionInjected = errors.New("projection delivery failed (injected fault)")
 
@@ -146,9 +177,9 @@ func (s *Store) deliverBoard(goal string) (status, reason string) {
 		return ProjectionPending, errProjectionInjected.Error()
 	}
 	delivered := false
-	_, err := s.git.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+	_, err := s.transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		delivered = false
-		v := viewOf(sn)
+		v := s.viewOf(sn)
 		board, err := renderBoard(v, goal)
 		if err != nil || board == nil {
 			return nil, err
@@ -201,5 +232,3 @@ func boardPending(v *lease.View, goal string) (bool, error) {
 	}
 	return !bytes.Equal(old, board), nil
 }
-
-var _ = fmt.Sprintf

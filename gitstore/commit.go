@@ -62,7 +62,7 @@ const MaxAttempts = 5
 // Only the blobs and trees on changed paths are written; every other
 // subtree keeps its name. New objects are fsynced, with their directories,
 // before the ref moves; the ref moves with git's lock protocol (see
-// updateRef), and fails with ErrConflict if it does not hold expected
+// refs.go), and Commit fails with ErrConflict if it does not hold expected
 // (ZeroHash: it must be absent). An empty change set still makes a commit.
 //
 // The caller must hold the exclusive fence (Lock); Transact does this.
@@ -136,13 +136,13 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 	commitHash := hashObject(plumbing.CommitObject, commitData)
 	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
 
-	// The ref-lock twin holds the new value; it is fsynced together with
-	// the objects.
+	// The ref lock will be a hard link to a twin file holding the new
+	// value (see refs.go); the twin is fsynced together with the objects.
 	twin, twinFile, err := s.createTwin(commitHash)
 	if err != nil {
 		return ZeroHash, err
 	}
-	defer os.Remove(twin) // after the lock is renamed or removed
+	defer os.Remove(twin) // runs after lk.release: a lock always has its twin
 	err = s.odb.write(b.out, twinFile)
 	if cerr := twinFile.Close(); err == nil {
 		err = cerr
@@ -151,11 +151,18 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
 	}
 	hook("objects-written")
-
-	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
-	if err := s.updateRef(expected, commitHash, twin, "loopx: "+subject, committer); err != nil {
+	// Like git, take the ref lock only now, so that it is held for a
+	// moment (verify, rename), not during the fsyncs.
+	lk, err := s.lockRef(expected, commitHash, twin)
+	if err != nil {
 		return ZeroHash, err
 	}
+	defer lk.release()
+	if err := lk.commit(); err != nil {
+		return ZeroHash, err
+	}
+	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
+	s.appendReflog(expected, commitHash, committer, "loopx: "+subject)
 	s.noteCommit()
 	return commitHash, nil
 }

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +37,15 @@ func TestMain(m *testing.M) {
 func worker(mode string) int {
 	repo, id := os.Getenv(envRepo), os.Getenv(envID)
 	n, _ := strconv.Atoi(os.Getenv(envN))
-	if os.Getenv(envHook) != "" {
+	if at := os.Getenv("GITSTORE_BLOCK_AT"); at != "" {
+		testHook = func(point string) {
+			if point == at {
+				fmt.Println("BLOCKED " + point)
+				time.Sleep(time.Hour) // until killed
+			}
+		}
+		mode, n = "transact", 1
+	} else if os.Getenv(envHook) != "" {
 		testHook = func(string) { time.Sleep(time.Duration(time.Now().UnixNano()%3) * time.Millisecond) }
 	}
 	s, err := Open(repo, Options{FenceTimeout: 2 * time.Minute})
@@ -53,6 +62,13 @@ func worker(mode string) int {
 				Info:    CommitInfo{Message: "add " + p, AuthorName: "worker " + id, AuthorEmail: "w@example.com"},
 			}, nil
 		})
+		if errors.Is(err, ErrConflict) {
+			// A foreign writer (the interop test's git) won MaxAttempts
+			// times in a row: try again.
+			fmt.Fprintln(os.Stderr, "conflict:", err)
+			i--
+			continue
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "transact:", err)
 			return 1
@@ -72,8 +88,7 @@ func startWorker(t testing.TB, mode, repo string, id, n int, hookSleep bool, out
 		cmd.Env = append(cmd.Env, envHook+"=1")
 	}
 	cmd.Stdout = out
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -168,44 +168,54 @@ func (s *Store) createTwin(newHash Hash) (string, *os.File, error) {
 	return name, f, nil
 }
 
-// updateRef moves the ref from expected to newHash; tmp is the fsynced
-// twin holding newHash (see createTwin).
-func (s *Store) updateRef(expected, newHash Hash, tmp, reflogMsg, who string) error {
+// refLock is a held <ref>.lock.
+type refLock struct {
+	refPath, lockPath string
+	held              bool
+}
+
+// lockRef takes <ref>.lock as a hard link to twin (which holds newHash)
+// and verifies, under it, that the ref holds expected (ErrConflict if
+// not). Until commit or release, git cannot move the ref.
+func (s *Store) lockRef(expected, newHash Hash, twin string) (*refLock, error) {
 	refPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref))
 	lockPath := refPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
-		return fmt.Errorf("gitstore: %w", err)
+		return nil, fmt.Errorf("gitstore: %w", err)
 	}
-	content := []byte(newHash.String() + "\n")
-
-	if err := s.acquireRefLock(tmp, lockPath, content); err != nil {
-		return err
+	if err := s.acquireRefLock(twin, lockPath, []byte(newHash.String()+"\n")); err != nil {
+		return nil, err
 	}
+	l := &refLock{refPath: refPath, lockPath: lockPath, held: true}
 	hook("ref-locked")
-	locked := true
-	defer func() {
-		if locked {
-			os.Remove(lockPath)
-		}
-	}()
-
 	cur, err := readRef(s.commonDir, s.ref)
+	if err == nil && cur != expected {
+		err = fmt.Errorf("gitstore: %s is %s, expected %s: %w", s.ref, shortHash(cur), shortHash(expected), ErrConflict)
+	}
 	if err != nil {
-		return err
+		l.release()
+		return nil, err
 	}
-	if cur != expected {
-		return fmt.Errorf("gitstore: %s is %s, expected %s: %w", s.ref, shortHash(cur), shortHash(expected), ErrConflict)
+	return l, nil
+}
+
+// release removes the lock if it was not committed.
+func (l *refLock) release() {
+	if l.held {
+		os.Remove(l.lockPath)
+		l.held = false
 	}
-	if err := os.Rename(lockPath, refPath); err != nil {
+}
+
+// commit renames the lock (whose content the caller made durable) over the
+// ref and fsyncs the directory.
+func (l *refLock) commit() error {
+	if err := os.Rename(l.lockPath, l.refPath); err != nil {
 		return fmt.Errorf("gitstore: %w", err)
 	}
-	locked = false
+	l.held = false
 	hook("ref-renamed")
-	if err := syncDir(filepath.Dir(refPath)); err != nil {
-		return err
-	}
-	s.appendReflog(expected, newHash, who, reflogMsg)
-	return nil
+	return syncDir(filepath.Dir(l.refPath))
 }
 
 func shortHash(h Hash) string {

@@ -35,12 +35,12 @@ import (
 // GuardViolation is one path inside a write scope of another agent's
 // effective lease.
 type GuardViolation struct {
-	Path      string    `json:"path"`
-	Goal      string    `json:"goal_id"`
-	TodoID    string    `json:"todo_id"`
-	Owner     string    `json:"owner"`
-	Scope     string    `json:"scope"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Path      string    `json:"path" yaml:"path"`
+	Goal      string    `json:"goal_id" yaml:"goal_id"`
+	TodoID    string    `json:"todo_id" yaml:"todo_id"`
+	Owner     string    `json:"owner" yaml:"owner"`
+	Scope     string    `json:"scope" yaml:"scope"`
+	ExpiresAt time.Time `json:"expires_at" yaml:"expires_at"`
 }
 
 // ScopeCovers reports whether write scope covers the repository path p

@@ -32,6 +32,80 @@ type View struct {
 	Revision string    // the revision the view was read from ("" when empty)
 	HeadTime time.Time // decision time recorded in that revision
 	writes   map[string][]byte
+	cache    *RecordCache
+}
+
+// UseCache makes full scans of todos and leases reuse records decoded by
+// earlier views (when the Files can enumerate content hashes).
+func (v *View) UseCache(c *RecordCache) { v.cache = c }
+
+// scanRecords calls decode for every record file under dir (the decision's
+// writes included), reusing the cache by content hash when it can.
+func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, decode func(p string, data []byte) (any, error), fn func(p string, rec any) error) error {
+	hf, ok := v.files.(HashedFiles)
+	if !ok || v.cache == nil {
+		return v.walk(dir, func(p string, data []byte) error {
+			rec, err := decode(p, data)
+			if err != nil {
+				return err
+			}
+			return fn(p, rec)
+		})
+	}
+	v.cache.init()
+	cache := m(v.cache)
+	type item struct {
+		p, hash string
+		data    []byte
+	}
+	var items []item
+	seen := map[string]bool{}
+	err := hf.WalkHashes(dir, func(p, hash string) error {
+		seen[p] = true
+		if w, ok := v.writes[p]; ok {
+			if w != nil {
+				items = append(items, item{p: p, data: w})
+			}
+			return nil
+		}
+		items = append(items, item{p: p, hash: hash})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for p, data := range v.writes {
+		if !seen[p] && data != nil && strings.HasPrefix(p, dir+"/") {
+			items = append(items, item{p: p, data: data})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].p < items[j].p })
+	for _, it := range items {
+		var rec any
+		if it.hash != "" {
+			if r, ok := v.cache.get(cache, it.hash); ok {
+				rec = r
+			} else {
+				data, err := hf.ReadHash(it.hash)
+				if err != nil {
+					return err
+				}
+				if rec, err = decode(it.p, data); err != nil {
+					return err
+				}
+				v.cache.put(cache, it.hash, rec)
+			}
+		} else {
+			var err error
+			if rec, err = decode(it.p, it.data); err != nil {
+				return err
+			}
+		}
+		if err := fn(it.p, rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewView returns a view of files at revision.
@@ -221,17 +295,19 @@ func (v *View) Todo(goal, id string) (*Todo, error) {
 // Todos returns every todo of the goal, sorted by path (not by id).
 func (v *View) Todos(goal string) ([]*Todo, error) {
 	var out []*Todo
-	err := v.walk(TodosDir(goal), func(p string, data []byte) error {
-		var t Todo
-		if err := DecodeAt(p, data, &t); err != nil {
-			return err
-		}
-		if p != TodoPath(goal, t.ID) {
-			return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
-		}
-		out = append(out, &t)
-		return nil
-	})
+	err := v.scanRecords(TodosDir(goal), func(c *RecordCache) map[string]any { return c.todos },
+		func(p string, data []byte) (any, error) {
+			var t Todo
+			return &t, DecodeAt(p, data, &t)
+		},
+		func(p string, rec any) error {
+			t := rec.(*Todo).Clone()
+			if p != TodoPath(goal, t.ID) {
+				return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
+			}
+			out = append(out, t)
+			return nil
+		})
 	return out, err
 }
 
@@ -252,17 +328,19 @@ func (v *View) Lease(goal, todo string) (*Lease, error) {
 // Leases returns every lease record of the goal (all of them, never a page).
 func (v *View) Leases(goal string) ([]*Lease, error) {
 	var out []*Lease
-	err := v.walk(LeasesDir(goal), func(p string, data []byte) error {
-		var l Lease
-		if err := DecodeAt(p, data, &l); err != nil {
-			return err
-		}
-		if p != LeasePath(goal, l.TodoID) {
-			return Corrupt(p, fmt.Errorf("lease of %q stored at the wrong path", l.TodoID))
-		}
-		out = append(out, &l)
-		return nil
-	})
+	err := v.scanRecords(LeasesDir(goal), func(c *RecordCache) map[string]any { return c.leases },
+		func(p string, data []byte) (any, error) {
+			var l Lease
+			return &l, DecodeAt(p, data, &l)
+		},
+		func(p string, rec any) error {
+			l := rec.(*Lease).Clone()
+			if p != LeasePath(goal, l.TodoID) {
+				return Corrupt(p, fmt.Errorf("lease of %q stored at the wrong path", l.TodoID))
+			}
+			out = append(out, l)
+			return nil
+		})
 	return out, err
 }
 

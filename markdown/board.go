@@ -46,6 +46,13 @@ const (
 	// (the most recent epochs are kept), so a long lease history cannot grow
 	// the board without bound.
 	MaxChartHolders = 20
+	// MaxSectionTodos caps the todos listed per section; the rest are
+	// counted, so a goal of 10,000 todos still renders a board people can
+	// read (and one that stays cheap to write and to diff).
+	MaxSectionTodos = 100
+	// MaxChartTodos caps the todos drawn in the lease timeline: those whose
+	// latest execution started most recently.
+	MaxChartTodos = 50
 	// ActiveDisplayDuration is how long the timeline draws a holder that is
 	// still active. The real end (expires_at) moves with every renewal, and
 	// the board must not change on renewal, so an active holder is drawn for
@@ -280,8 +287,19 @@ func (r *renderer) section(w *writer, name string) {
 		w.line("_none_")
 		return
 	}
-	for _, t := range todos {
+	shown := todos
+	if len(shown) > MaxSectionTodos {
+		shown = shown[:MaxSectionTodos]
+	}
+	for _, t := range shown {
 		r.todo(w, t)
+	}
+	if more := len(todos) - len(shown); more > 0 {
+		list := "loopx todo list"
+		if r.goal != nil && lease.ValidGoalID(r.goal.ID) {
+			list += " --goal-id " + r.goal.ID
+		}
+		w.line(fmt.Sprintf("- _… and %d more (the first %d by priority are shown; all are listed by `%s`)_", more, MaxSectionTodos, list))
 	}
 }
 
@@ -463,6 +481,19 @@ func (r *renderer) timeline(w *writer) {
 		tb.bars = bars
 		all = append(all, tb)
 	}
+	omittedTodos := 0
+	if len(all) > MaxChartTodos {
+		latest := func(tb todoBars) time.Time { return tb.bars[len(tb.bars)-1].start }
+		slices.SortStableFunc(all, func(a, b todoBars) int {
+			if c := latest(b).Compare(latest(a)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		omittedTodos = len(all) - MaxChartTodos
+		all = all[:MaxChartTodos]
+		slices.SortFunc(all, func(a, b todoBars) int { return strings.Compare(a.id, b.id) })
+	}
 	w.blank()
 	w.line("## " + secTimeline)
 	w.blank()
@@ -473,6 +504,10 @@ func (r *renderer) timeline(w *writer) {
 	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the board does not show it. At most the last %d epochs of a todo are drawn.",
 		durationWords(ActiveDisplayDuration), MaxChartHolders))
 	w.blank()
+	if omittedTodos > 0 {
+		w.line(fmt.Sprintf("Only the %d todos whose latest execution started most recently are drawn; %d more have lease history.", MaxChartTodos, omittedTodos))
+		w.blank()
+	}
 	w.line("```mermaid")
 	w.line("gantt")
 	w.line("    title Lease holders")

@@ -3,6 +3,7 @@ package markdown
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -554,5 +555,37 @@ func TestNoteStalenessMatchesLease(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLargeGoalIsBounded: a goal of many todos lists the first
+// MaxSectionTodos of each section and counts the rest, and the timeline draws
+// the MaxChartTodos todos whose latest execution started last.
+func TestLargeGoalIsBounded(t *testing.T) {
+	b := Board{Goal: goal("Big")}
+	for i := 0; i < MaxSectionTodos+150; i++ {
+		b.Todos = append(b.Todos, todo(fmt.Sprintf("todo_r%04d", i), "P2", "ready work"))
+	}
+	for i := 0; i < MaxChartTodos+10; i++ {
+		id := fmt.Sprintf("todo_l%04d", i)
+		b.Todos = append(b.Todos, todo(id, "P3", "leased work"))
+		b.Leases = append(b.Leases, &lease.Lease{TodoID: id, Owner: "agent-a", IdempotencyKey: "k" + id, Version: 1, Epoch: 1,
+			Status: lease.LeaseReleased, AcquiredAt: at(i), ExpiresAt: at(i + 10), ReleasedAt: ptr(at(i + 1)),
+			Holders: []lease.Holder{{Epoch: 1, Owner: "agent-a", IdempotencyKey: "k" + id, StartedAt: at(i), EndedAt: ptr(at(i + 1)), EndReason: "released"}}})
+	}
+	out := string(Render(b))
+	checkShape(t, []byte(out))
+	if n := strings.Count(out, "\n- `todo_r"); n != MaxSectionTodos {
+		t.Fatalf("%d ready todos listed, want %d", n, MaxSectionTodos)
+	}
+	// Ready holds all 150+MaxSectionTodos ready todos and the released leased ones.
+	if more := 150 + MaxChartTodos + 10; !strings.Contains(out, fmt.Sprintf("… and %d more", more)) {
+		t.Fatalf("no overflow line counting %d more", more)
+	}
+	if n := strings.Count(out, "    section todo_l"); n != MaxChartTodos {
+		t.Fatalf("%d todos in the chart, want %d", n, MaxChartTodos)
+	}
+	if strings.Contains(out, "section todo_l0000\n") || !strings.Contains(out, fmt.Sprintf("section todo_l%04d", MaxChartTodos+9)) {
+		t.Fatalf("the chart should keep the most recently started executions")
 	}
 }

@@ -96,7 +96,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 		return nil
 	}
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
-		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e))
+		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e))
 	return root
 }
 
@@ -151,6 +151,14 @@ func (e *env) options() (loopx.Options, error) {
 		o.FenceTimeout = d
 	}
 	o.FailProjection = os.Getenv("LOOPX_FAIL_PROJECTION") == "1"
+	if marker := os.Getenv("LOOPX_TEST_PAUSE_AFTER_COMMIT"); marker != "" {
+		// Test hook: the ref has moved; announce it and wait to be killed,
+		// so a test can lose the response of an applied mutation.
+		o.AfterCommit = func() {
+			_ = os.WriteFile(marker, []byte("committed\n"), 0o644)
+			time.Sleep(time.Minute)
+		}
+	}
 	return o, nil
 }
 

@@ -1,0 +1,224 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestGC(t *testing.T) {
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	ctx := context.Background()
+	for i := 0; i < 150; i++ {
+		commitT(t, s, put(fmt.Sprintf("todos/%03d.yaml", i), fmt.Sprintf("id: %d\ntitle: todo %d\n", i, i)))
+	}
+	if st, _ := readGCState(s.CommonDir()); st.commits != 150 {
+		t.Errorf("counter = %d", st.commits)
+	}
+	stats, err := s.GC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GC: %+v", stats)
+	// The user's own initial commit (3 objects) is not the store's.
+	if stats.LooseBefore < 150*3 || stats.LooseAfter > 3 || stats.SizeAfter >= stats.SizeBefore || stats.Packs != 1 {
+		t.Errorf("stats %+v", stats)
+	}
+	if st, _ := readGCState(s.CommonDir()); st.commits != 0 || len(st.packs) != 1 {
+		t.Errorf("state after GC: %+v", st)
+	}
+	if got := runGitT(t, dir, "rev-parse", "--verify", "HEAD"); got == "" {
+		t.Error("user's HEAD gone")
+	}
+	check := func(s *Store, n int) {
+		t.Helper()
+		files := walkT(t, snapT(t, s), "")
+		if len(files) != n || files["todos/007.yaml"] != "id: 7\ntitle: todo 7\n" {
+			t.Fatalf("%d files after GC", len(files))
+		}
+		count := 0
+		if err := s.Log(snapT(t, s).Revision(), func(CommitMeta) (bool, error) { count++; return true, nil }); err != nil || count != n {
+			t.Fatalf("Log after GC: %d, %v", count, err)
+		}
+	}
+	s.trees.reset()
+	check(s, 150)
+	check(openT(t, dir, Options{}), 150)
+	fsckT(t, dir)
+
+	// More commits and GCs: gitstore's packs are merged geometrically.
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 30; i++ {
+			n := 150 + round*30 + i
+			commitT(t, s, put(fmt.Sprintf("todos/%03d.yaml", n), fmt.Sprintf("id: %d\ntitle: todo %d\n", n, n)))
+		}
+		stats, err := s.GC(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := readGCState(s.CommonDir())
+		t.Logf("round %d: %+v, gitstore packs %d", round, stats, len(st.packs))
+		if stats.LooseAfter > 3 || len(st.packs) > 3 {
+			t.Errorf("round %d: %+v, %d packs", round, stats, len(st.packs))
+		}
+	}
+	// A GC with nothing new is harmless.
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(s, 270)
+	check(openT(t, dir, Options{}), 270)
+	fsckT(t, dir)
+
+	// The user's `git gc` repacks everything, gitstore's packs included.
+	runGitT(t, dir, "gc", "-q", "--prune=now")
+	check(s, 270)
+	check(openT(t, dir, Options{}), 270)
+	commitT(t, s, put("after/git-gc", "x"))
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(openT(t, dir, Options{}), 271)
+	fsckT(t, dir)
+}
+
+func TestMaybeGC(t *testing.T) {
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	ctx := context.Background()
+	for i := 0; i < gcEvery-1; i++ {
+		commitT(t, s, put("f/"+strconv.Itoa(i), "x"))
+	}
+	s.MaybeGC()
+	if loose, _ := objectDirUsage(s.odb.objDir); loose < (gcEvery-1)*3 {
+		t.Fatalf("MaybeGC packed early: %d loose", loose)
+	}
+	// Transact triggers it once the counter reaches gcEvery.
+	if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+		return &Proposal{Changes: []Change{put("last", "x")}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if loose, _ := objectDirUsage(s.odb.objDir); loose > 3 {
+		t.Errorf("%d loose objects after the automatic GC", loose)
+	}
+	// MaybeGC called by the fence holder does not wait on itself.
+	unlock, _ := s.Lock(ctx, true)
+	start := time.Now()
+	s.MaybeGC()
+	if time.Since(start) > time.Second {
+		t.Error("MaybeGC waited for its own fence")
+	}
+	unlock()
+	// Without git, MaybeGC is silent and GC fails.
+	t.Setenv("PATH", t.TempDir())
+	for i := 0; i < gcEvery; i++ {
+		commitT(t, s, put("g/"+strconv.Itoa(i), "x"))
+	}
+	s.MaybeGC()
+	if _, err := s.GC(ctx); err == nil {
+		t.Error("GC without git succeeded")
+	}
+}
+
+func TestGeometricSplit(t *testing.T) {
+	for _, c := range []struct {
+		sizes []int64
+		want  int
+	}{
+		{nil, 0},
+		{[]int64{5}, 0},
+		{[]int64{5, 5}, 2},
+		{[]int64{5, 10}, 0},
+		{[]int64{5, 5, 10}, 3},
+		{[]int64{5, 100, 1000}, 0},
+		{[]int64{5, 6, 100, 1000}, 2},
+		{[]int64{5, 6, 7, 20, 1000}, 4},
+	} {
+		if got := geometricSplit(c.sizes); got != c.want {
+			t.Errorf("geometricSplit(%v) = %d, want %d", c.sizes, got, c.want)
+		}
+	}
+}
+
+// TestGCGrowth commits many small mutations through Transact (so MaybeGC
+// runs as in production) and checks that the object directory grows by
+// less than 1 KiB per mutation. GITSTORE_GROWTH_COMMITS overrides the
+// number of commits (default 2000).
+func TestGCGrowth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("GITSTORE_GROWTH_COMMITS")); err == nil {
+		n = v
+	}
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	ctx := context.Background()
+	// A store that already holds 200 todos.
+	var seed []Change
+	for i := 0; i < 200; i++ {
+		seed = append(seed, put(fmt.Sprintf("todos/%04d.yaml", i), todoYAML(i, 0)))
+	}
+	commitT(t, s, seed...)
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coldBefore := coldRead(t, dir, "todos/0007.yaml")
+	_, before := objectDirUsage(s.odb.objDir)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		_, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+			// Mostly updates of existing todos, some new ones.
+			id := (i * 7919) % (200 + i/10)
+			return &Proposal{Changes: []Change{put(fmt.Sprintf("todos/%04d.yaml", id), todoYAML(id, i))},
+				Info: CommitInfo{Message: fmt.Sprintf("update todo %d", id), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	_, after := objectDirUsage(s.odb.objDir)
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	loose, afterGC := objectDirUsage(s.odb.objDir)
+	coldAfter := coldRead(t, dir, "todos/0007.yaml")
+	perCommit := float64(after-before) / float64(n)
+	t.Logf("%d commits in %v (%.1f ms/commit); objects dir grew %d bytes = %.0f B/commit (%.0f B/commit after a final GC, %d loose left); cold read %v before, %v after",
+		n, elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/1000/float64(n),
+		after-before, perCommit, float64(afterGC-before)/float64(n), loose, coldBefore, coldAfter)
+	if perCommit >= 1024 {
+		t.Errorf("growth %.0f B/commit, want < 1024", perCommit)
+	}
+	fsckT(t, dir)
+}
+
+func todoYAML(id, rev int) string {
+	return fmt.Sprintf("id: %d\ntitle: Todo number %d\nstate: open\nrevision: %d\nnotes: |\n  Some notes about todo %d that change a little: %d.\n", id, id, rev, id, rev%13)
+}
+
+// coldRead times Open + Head + Snapshot + Read, as a short command does
+// (best of 20).
+func coldRead(t *testing.T, dir, path string) time.Duration {
+	best := time.Hour
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := snapT(t, s).Read(path); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		s.Close()
+		best = min(best, time.Since(start))
+	}
+	return best
+}

@@ -1,0 +1,145 @@
+package lease
+
+import (
+	"bytes"
+	"encoding/gob"
+	"slices"
+	"time"
+)
+
+// HashedFiles is implemented by Files that can enumerate files with their
+// content hash without reading them (gitstore snapshots do). With a
+// RecordCache, full scans (board, list, ready, scope checks) then read and
+// decode only the records they have not seen before.
+type HashedFiles interface {
+	Files
+	WalkHashes(dir string, fn func(path, hash string) error) error
+	ReadHash(hash string) ([]byte, error)
+}
+
+// RecordCache holds decoded, validated todos and leases by the hash of their
+// bytes. Content addressing makes every hit correct; the cache is only an
+// optimisation and may be dropped at any time.
+type RecordCache struct {
+	todos, leases map[string]any
+	seen          map[string]bool
+	dirty         bool
+	load          func() []byte
+}
+
+// cacheFile is the persisted form of a RecordCache.
+type cacheFile struct {
+	Format int
+	Todos  map[string]Todo
+	Leases map[string]Lease
+}
+
+const cacheFormat = 1
+
+// NewRecordCache returns a cache that calls load (once, at first use) for the
+// bytes a previous Encode produced; load may return nil.
+func NewRecordCache(load func() []byte) *RecordCache {
+	return &RecordCache{load: load}
+}
+
+func (c *RecordCache) init() {
+	if c.todos != nil {
+		return
+	}
+	c.todos, c.leases, c.seen = map[string]any{}, map[string]any{}, map[string]bool{}
+	if c.load == nil {
+		return
+	}
+	data := c.load()
+	if len(data) == 0 {
+		return
+	}
+	var f cacheFile
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil || f.Format != cacheFormat {
+		return // an unreadable cache is an empty cache
+	}
+	for h, t := range f.Todos {
+		c.todos[h] = &t
+	}
+	for h, l := range f.Leases {
+		c.leases[h] = &l
+	}
+}
+
+func (c *RecordCache) get(m map[string]any, hash string) (any, bool) {
+	c.init()
+	rec, ok := m[hash]
+	if ok {
+		c.seen[hash] = true
+	}
+	return rec, ok
+}
+
+func (c *RecordCache) put(m map[string]any, hash string, rec any) {
+	c.init()
+	m[hash] = rec
+	c.seen[hash] = true
+	c.dirty = true
+}
+
+// Dirty reports whether the cache learned records since it was loaded.
+func (c *RecordCache) Dirty() bool { return c.dirty }
+
+// Encode returns the cache's persisted form, keeping only the records seen
+// since it was loaded (so it tracks the live store and stays bounded).
+func (c *RecordCache) Encode() []byte {
+	c.init()
+	f := cacheFile{Format: cacheFormat, Todos: map[string]Todo{}, Leases: map[string]Lease{}}
+	for h := range c.seen {
+		if t, ok := c.todos[h].(*Todo); ok {
+			f.Todos[h] = *t
+		}
+		if l, ok := c.leases[h].(*Lease); ok {
+			f.Leases[h] = *l
+		}
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// Clone returns a deep copy of t, so a decision can modify it freely.
+func (t *Todo) Clone() *Todo {
+	c := *t
+	c.DependsOn = slices.Clone(t.DependsOn)
+	c.RequiredWriteScopes = slices.Clone(t.RequiredWriteScopes)
+	c.ExcludedAgents = slices.Clone(t.ExcludedAgents)
+	c.Notes = slices.Clone(t.Notes)
+	c.Evidence = slices.Clone(t.Evidence)
+	c.ClaimedAt = cloneTime(t.ClaimedAt)
+	c.ClaimExpiresAt = cloneTime(t.ClaimExpiresAt)
+	c.ClosedAt = cloneTime(t.ClosedAt)
+	return &c
+}
+
+// Clone returns a deep copy of l.
+func (l *Lease) Clone() *Lease {
+	c := *l
+	c.WriteScopes = slices.Clone(l.WriteScopes)
+	c.RenewedAt = cloneTime(l.RenewedAt)
+	c.ReleasedAt = cloneTime(l.ReleasedAt)
+	c.Holders = make([]Holder, len(l.Holders))
+	for i, h := range l.Holders {
+		h.EndedAt = cloneTime(h.EndedAt)
+		c.Holders[i] = h
+	}
+	if l.Holders == nil {
+		c.Holders = nil
+	}
+	return &c
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
