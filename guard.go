@@ -21,6 +21,10 @@ package loopx
 //     record is decoded.
 //   - Every goal is checked (see lease/guard.go); --goal-id does not narrow
 //     it, since a working tree is shared by all goals.
+//   - The check is an ordinary read (Store.read): in remote mode it decides
+//     on the server's head, fetched first, so a lease taken on another
+//     machine blocks; an unreachable server is remote_unavailable (exit 3)
+//     and the hook refuses the commit (retry, or git commit --no-verify).
 //   - The installed pre-commit hook calls the loopx that installed it by
 //     absolute path when the command line recorded one and it still exists,
 //     else `loopx` on PATH; when neither is found the commit is refused with
@@ -32,6 +36,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -86,54 +91,43 @@ func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result, 
 	} else if err := lease.CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
-	data := &GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
-	head, err := s.git.Head()
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	res := &Result{Operation: "guard.check", CurrentRevision: revString(head), Data: data}
-	if head.IsZero() {
-		data.Note = "no loopx store in this repository: nothing to check"
-		return res, nil
-	}
-	sn, err := s.git.Snapshot(head)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	v := s.viewOf(sn)
-	if _, err := lease.RequireStore(v); err != nil {
-		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
-			data.Note = "no loopx store in this repository: nothing to check"
-			return res, nil
-		}
-		return nil, mapErr(err)
-	}
-	goals, err := lease.GuardGoals(v)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if len(goals) == 0 {
-		data.Paths = len(clean)
-		data.Note = "no task leases: nothing to check"
-		return res, nil
-	}
-	if staged {
-		if clean, err = s.git.StagedPaths(); err != nil {
-			if errors.Is(err, gitstore.ErrNoWorkTree) {
-				return nil, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		data := &GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
+		out := &lease.Outcome{Operation: "guard.check", Data: data}
+		if _, err := lease.RequireStore(v); err != nil {
+			if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
+				data.Note = "no loopx store in this repository: nothing to check"
+				return out, nil
 			}
-			return nil, mapErr(err)
+			return nil, err
 		}
-	}
-	data.Paths = len(clean)
-	vs, err := lease.GuardCheck(v, goals, agent, clean, lease.Now(s.opts.now(), sn.Time()))
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if len(vs) > 0 {
-		return nil, guardError(agent, vs)
-	}
-	return res, nil
+		goals, err := lease.GuardGoals(v)
+		if err != nil {
+			return nil, err
+		}
+		if len(goals) == 0 {
+			data.Paths = len(clean)
+			data.Note = "no task leases: nothing to check"
+			return out, nil
+		}
+		if staged {
+			if clean, err = s.git.StagedPaths(); err != nil {
+				if errors.Is(err, gitstore.ErrNoWorkTree) {
+					return nil, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
+				}
+				return nil, err
+			}
+		}
+		data.Paths = len(clean)
+		vs, err := lease.GuardCheck(v, goals, agent, clean, now)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) > 0 {
+			return nil, guardError(agent, vs)
+		}
+		return out, nil
+	})
 }
 
 // guardConflict is one entry of the conflicts detail (lease.ScopeConflict's

@@ -235,10 +235,10 @@ func TestLostResponse(t *testing.T) {
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_work", "--text", "work")
 
 	steps := []struct {
-		op                    string
-		args                  []string
-		version, epoch        int64
-		owner, key            string
+		op             string
+		args           []string
+		version, epoch int64
+		owner, key     string
 	}{
 		{op: "task-lease.acquire", version: 1, epoch: 1, owner: "agent-a", key: "execution-a",
 			args: []string{"task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_work", "--owner", "agent-a",

@@ -1,6 +1,7 @@
 package loopx
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLogLimit
 	}
-	head, err := s.git.Head()
+	head, err := s.readHead(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -61,7 +62,7 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &Result{Operation: "log", CurrentRevision: revString(head), Data: d}, nil
+	return s.annotate(&Result{Operation: "log", CurrentRevision: revString(head), Data: d}, time.Time{}), nil
 }
 
 func matches(e lease.Entry, q LogQuery) bool {

@@ -56,6 +56,12 @@ type Options struct {
 	// before anything is reported (tests kill the process there to lose the
 	// response).
 	AfterCommit func()
+	// Remote names the remote whose state ref is the authority (overrides
+	// the registry's remote); see docs/REMOTE.md.
+	Remote string
+	// Offline works on the local ref alone, for a store with a remote;
+	// `loopx sync` publishes the work later.
+	Offline bool
 }
 
 // Store is an open loopx store.
@@ -64,6 +70,8 @@ type Store struct {
 	opts        Options
 	defaultGoal string
 	cache       *lease.RecordCache
+	remote      remoteConf // remote mode (remote.go)
+	req         *opRequest // request of the offline mutation in progress (remote.go)
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.
@@ -134,7 +142,7 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
-	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal}
+	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteOf(reg, opts)}
 	ref := DefaultRef
 	if reg != nil {
 		if reg.Ref != "" {
@@ -194,6 +202,9 @@ type InitData struct {
 	Repo     string `json:"repo"`
 	Ref      string `json:"ref"`
 	Registry string `json:"registry"`
+	// Remote and RemoteAction (published | adopted | up_to_date) for init --remote.
+	Remote       string `json:"remote,omitempty"`
+	RemoteAction string `json:"remote_action,omitempty"`
 }
 
 // Init creates the repository if needed, the state ref and the registry
@@ -216,6 +227,10 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
+	action, err := s.initRemote(&in)
+	if err != nil {
+		return nil, mapErr(err)
+	}
 	res, err := s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		return lease.Init(v, now)
 	})
@@ -249,7 +264,7 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 			return nil, fmt.Errorf("write registry: %w", err)
 		}
 	}
-	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath}
+	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: action}
 	return res, nil
 }
 
@@ -264,6 +279,12 @@ func mapErr(err error) error {
 	switch {
 	case errors.Is(err, gitstore.ErrNotRepository):
 		return lease.Errorf(lease.CodeStoreNotInitialized, "not inside a Git repository: run `loopx init`")
+	case errors.Is(err, gitstore.ErrNoRemote):
+		return lease.Errorf(lease.CodeInvalidRequest, "%v", err)
+	case errors.Is(err, gitstore.ErrRemoteRejected):
+		return lease.Errorf(lease.CodeRemoteRejected, "%v", err)
+	case errors.Is(err, gitstore.ErrRemoteUnavailable):
+		return lease.Errorf(lease.CodeRemoteUnavailable, "%v: retry with the same arguments", err)
 	case errors.Is(err, gitstore.ErrBusy):
 		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
 	case errors.Is(err, gitstore.ErrConflict):

@@ -16,14 +16,14 @@ func (s *Store) goalOf(v *lease.View, explicit string) (string, error) {
 
 // CreateGoal creates a goal.
 func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opGoalCreate, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		return lease.CreateGoal(v, req, now)
 	})
 }
 
 // ArchiveGoal archives a goal.
 func (s *Store) ArchiveGoal(goal, actor string) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opGoalArchive, &goalActor{goal, actor}).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return nil, err
@@ -79,7 +79,7 @@ func (s *Store) ListGoals() (*Result, error) {
 
 // RegisterAgent registers an agent in a goal.
 func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opAgentRegister, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.goalOf(v, req.Goal)
 		if err != nil {
 			return nil, err
@@ -91,7 +91,7 @@ func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
 
 // UnregisterAgent unregisters an agent.
 func (s *Store) UnregisterAgent(goal, agent string) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opAgentUnregister, &goalAgent{goal, agent}).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return nil, err
@@ -123,7 +123,7 @@ func (s *Store) ListAgents(goal string) (*Result, error) {
 
 // AddTodo adds a todo.
 func (s *Store) AddTodo(req lease.AddRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoAdd, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.goalOf(v, req.Goal)
 		if err != nil {
 			return nil, err

@@ -25,6 +25,8 @@ type Result struct {
 	// ProjectionError says why a pending board was not delivered.
 	ProjectionError string
 	Data            any
+	// Remote describes the view of a store with a remote (remote.go).
+	Remote *RemoteInfo
 }
 
 // MarshalJSON renders the contract's envelope.
@@ -47,6 +49,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	m["operation"] = r.Operation
 	m["provider"] = "git"
 	m["current_provider_revision"] = r.CurrentRevision
+	if r.Remote != nil {
+		r.Remote.fill(m)
+	}
 	if r.Mutation {
 		m["status"] = r.Status
 		m["idempotent"] = r.Status != "applied"

@@ -67,11 +67,12 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 		return nil, mapErr(err)
 	}
 	v := s.viewOf(sn)
-	o, err := decide(v, lease.Now(s.opts.now(), sn.Time()))
+	now := lease.Now(s.opts.now(), sn.Time())
+	o, err := decide(v, now)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}, nil
+	return s.annotate(&Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}, now), nil
 }
 
 func authorEmail(actor string) string { return actor + "@loopx.invalid" }
@@ -125,7 +126,7 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 			}
 		}
 	}
-	return res, nil
+	return s.annotate(res, time.Time{}), nil
 }
 
 func commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {

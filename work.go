@@ -108,7 +108,7 @@ func (s *Store) Ready(goal, agent string) (*Result, error) {
 
 // ReadyClaim claims the first todo the agent may take, atomically.
 func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoReadyClaim, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.goalOf(v, req.Goal)
 		if err != nil {
 			return nil, err
@@ -123,7 +123,7 @@ func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result, error) {
 
 // Claim claims a todo (optionally acquiring its lease in the same commit).
 func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoClaim, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		if err := lease.CheckTodoID(req.Todo); err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
 
 // Update updates a todo.
 func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoUpdate, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		if err := lease.CheckTodoID(req.Todo); err != nil {
 			return nil, err
 		}
@@ -153,13 +153,13 @@ func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
 		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, req.ClaimedBy); err != nil {
 			return nil, err
 		}
-		return lease.Update(v, req, now)
+		return withReason(lease.Update(v, req, now))(req.AuthorityReason)
 	})
 }
 
 // Complete completes a todo, releasing its verified lease in the same commit.
 func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoComplete, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		if err := lease.CheckTodoID(req.Todo); err != nil {
 			return nil, err
 		}
@@ -171,13 +171,13 @@ func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
 		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, ""); err != nil {
 			return nil, err
 		}
-		return lease.Complete(v, req, now)
+		return withReason(lease.Complete(v, req, now))(req.AuthorityReason)
 	})
 }
 
 // Supersede closes a todo as superseded.
 func (s *Store) Supersede(req lease.SupersedeRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opTodoSupersede, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		if err := lease.CheckTodoID(req.Todo); err != nil {
 			return nil, err
 		}
@@ -189,7 +189,7 @@ func (s *Store) Supersede(req lease.SupersedeRequest) (*Result, error) {
 		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, ""); err != nil {
 			return nil, err
 		}
-		return lease.Supersede(v, req, now)
+		return withReason(lease.Supersede(v, req, now))(req.AuthorityReason)
 	})
 }
 
@@ -214,7 +214,7 @@ func (s *Store) leaseGoal(v *lease.View, goal, todo string, owner *string) (stri
 
 // Acquire acquires (or takes over) a todo's task lease.
 func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opLeaseAcquire, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
 		if err != nil {
 			return nil, err
@@ -226,7 +226,7 @@ func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
 
 // Renew renews the current execution's lease.
 func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opLeaseRenew, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
 		if err != nil {
 			return nil, err
@@ -238,7 +238,7 @@ func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
 
 // Transfer hands the lease (and with TransferClaim the claim) to another agent.
 func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opLeaseTransfer, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
 		if err != nil {
 			return nil, err
@@ -250,7 +250,7 @@ func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
 
 // Release releases the current execution's lease.
 func (s *Store) Release(req lease.ReleaseRequest) (*Result, error) {
-	return s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	return s.op(opLeaseRelease, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
 		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
 		if err != nil {
 			return nil, err
@@ -276,4 +276,15 @@ func (s *Store) Inspect(goal, todo string) (*Result, error) {
 		}
 		return o, nil
 	})
+}
+
+// withReason records an orchestrator's --authority-reason in the audit trail
+// of an applied outcome.
+func withReason(o *lease.Outcome, err error) func(reason string) (*lease.Outcome, error) {
+	return func(reason string) (*lease.Outcome, error) {
+		if err == nil && o.Write {
+			o.AuthorityReason = reason
+		}
+		return o, err
+	}
 }

@@ -339,6 +339,7 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 			in.WriteString(idx.name(i).String())
 			in.WriteByte('\n')
 		}
+		idx.unmap()
 	}
 	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", "-q", prefix)
 	if err != nil {

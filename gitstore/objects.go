@@ -31,7 +31,7 @@ import (
 type objectDB struct {
 	commonDir string
 	objDir    string
-	repo      *git.Repository // fallback reader; reopened by refresh
+	repo      *git.Repository // fallback reader (the Store's)
 
 	packsLoaded bool
 	packs       []*packReader
@@ -66,8 +66,8 @@ func (db *objectDB) closePacks() {
 // refresh forgets every cached pack list.
 func (db *objectDB) refresh() {
 	db.closePacks()
-	if r, err := git.PlainOpenWithOptions(db.commonDir, &git.PlainOpenOptions{EnableDotGitCommonDir: true}); err == nil {
-		db.repo = r
+	if r, ok := db.repo.Storer.(interface{ Reindex() }); ok {
+		r.Reindex()
 	}
 }
 

@@ -1,14 +1,12 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -27,6 +25,7 @@ type packIndex struct {
 	off32    []byte // n × 4
 	off64    []byte // m × 8
 	checksum Hash   // of the pack
+	unmap    func()
 }
 
 func parsePackIndex(b []byte) (*packIndex, error) {
@@ -104,15 +103,14 @@ func (idx *packIndex) offset(i int) int64 {
 	return int64(binary.BigEndian.Uint64(idx.off64[8*j:]))
 }
 
-// packReader reads objects from one pack.
+// packReader reads objects from one pack, mapped in memory.
 type packReader struct {
-	name Hash
-	idx  *packIndex
-	file *os.File
-	size int64
-	br   *bufio.Reader
-	zr   io.ReadCloser
-	base *baseCache
+	name  Hash
+	idx   *packIndex
+	data  []byte // the whole .pack
+	unmap func()
+	zr    io.ReadCloser
+	base  *baseCache
 }
 
 func openPack(objDir string, name Hash, c *baseCache) (*packReader, error) {
@@ -120,31 +118,35 @@ func openPack(objDir string, name Hash, c *baseCache) (*packReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(packPath(objDir, name, ".pack"))
+	data, unmap, err := mapFile(packPath(objDir, name, ".pack"))
 	if err != nil {
+		idx.unmap()
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
+	if len(data) < 12+20 || string(data[:4]) != "PACK" || !bytes.Equal(data[len(data)-20:], name[:]) {
+		unmap()
+		idx.unmap()
+		return nil, fmt.Errorf("gitstore: pack %s: %w", name, errPackCorrupt)
 	}
-	return &packReader{name: name, idx: idx, file: f, size: fi.Size(), base: c}, nil
+	return &packReader{name: name, idx: idx, data: data, unmap: unmap, base: c}, nil
 }
 
-// readPackIndex reads and decodes the .idx of pack name.
+// readPackIndex maps and decodes the .idx of pack name; the caller must
+// call its unmap when done.
 func readPackIndex(objDir string, name Hash) (*packIndex, error) {
-	b, err := os.ReadFile(packPath(objDir, name, ".idx"))
+	b, unmap, err := mapFile(packPath(objDir, name, ".idx"))
 	if err != nil {
 		return nil, err
 	}
 	idx, err := parsePackIndex(b)
+	if err == nil && idx.checksum != name {
+		err = fmt.Errorf("index is for pack %s", idx.checksum)
+	}
 	if err != nil {
+		unmap()
 		return nil, fmt.Errorf("gitstore: pack %s: %w", name, err)
 	}
-	if idx.checksum != name {
-		return nil, fmt.Errorf("gitstore: pack %s: index is for pack %s", name, idx.checksum)
-	}
+	idx.unmap = unmap
 	return idx, nil
 }
 
@@ -243,15 +245,10 @@ func (p *packReader) objectAt(off int64) (plumbing.ObjectType, []byte, error) {
 // header decodes the object header at off: type, inflated size, offset of
 // the zlib stream, and for deltas the offset of the base.
 func (p *packReader) header(off int64) (typ int, size, dataOff, baseOff int64, err error) {
-	var buf [64]byte
-	n, err := p.file.ReadAt(buf[:], off)
-	if n == 0 {
-		if err == nil || err == io.EOF {
-			err = errPackCorrupt
-		}
-		return 0, 0, 0, 0, err
+	if off < 12 || off >= int64(len(p.data))-20 {
+		return 0, 0, 0, 0, errPackCorrupt
 	}
-	b := buf[:n]
+	b := p.data[off:min(off+64, int64(len(p.data))-20)]
 	i := 0
 	next := func() (byte, bool) {
 		if i >= len(b) {
@@ -305,20 +302,15 @@ func (p *packReader) header(off int64) (typ int, size, dataOff, baseOff int64, e
 
 // inflate reads the zlib stream at off, which must inflate to size bytes.
 func (p *packReader) inflate(off, size int64) ([]byte, error) {
-	if size < 0 || size > p.size*1100 { // zlib cannot expand more than ~1032×
+	if size < 0 || size > int64(len(p.data))*1100 { // zlib cannot expand more than ~1032×
 		return nil, errPackCorrupt
 	}
-	sr := io.NewSectionReader(p.file, off, p.size-off)
-	if p.br == nil {
-		p.br = bufio.NewReaderSize(sr, 16<<10)
-	} else {
-		p.br.Reset(sr)
-	}
 	var err error
+	src := bytes.NewReader(p.data[off : len(p.data)-20])
 	if p.zr == nil {
-		p.zr, err = zlib.NewReader(p.br)
+		p.zr, err = zlib.NewReader(src)
 	} else {
-		err = p.zr.(zlib.Resetter).Reset(p.br, nil)
+		err = p.zr.(zlib.Resetter).Reset(src, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errPackCorrupt, err)
@@ -330,7 +322,11 @@ func (p *packReader) inflate(off, size int64) ([]byte, error) {
 	return data, nil
 }
 
-func (p *packReader) close() error { return p.file.Close() }
+func (p *packReader) close() error {
+	p.idx.unmap()
+	p.unmap()
+	return nil
+}
 
 // baseCache keeps recently resolved delta bases, bounded in bytes.
 type baseCache struct {

@@ -101,6 +101,12 @@ func InitRepo(dir string) error {
 // Open opens the store in the Git repository containing path (path may be
 // anywhere inside a working tree, a linked worktree, or a bare repository).
 // It returns an error wrapping ErrNotRepository if there is none.
+//
+// The repository is found as git finds it: the nearest enclosing ".git"
+// directory or "gitdir:" file, else a directory that is itself a git dir
+// (bare); a linked worktree's "commondir" names the common dir that holds
+// the objects, the refs and the locks. go-git opens it with
+// PlainOpenWithOptions (DetectDotGit, EnableDotGitCommonDir).
 func Open(path string, opts Options) (*Store, error) {
 	ref := opts.Ref
 	if ref == "" {
@@ -121,6 +127,13 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	commonDir, err := readCommonDir(gitDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFormat(commonDir); err != nil {
+		return nil, err
+	}
 	repo, err := git.PlainOpenWithOptions(firstNonEmpty(workDir, gitDir), &git.PlainOpenOptions{
 		DetectDotGit:          workDir != "",
 		EnableDotGitCommonDir: true,
@@ -130,10 +143,6 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("gitstore: %s: %w", abs, ErrNotRepository)
 		}
 		return nil, fmt.Errorf("gitstore: open %s: %w", abs, err)
-	}
-	commonDir, err := readCommonDir(gitDir)
-	if err != nil {
-		return nil, err
 	}
 	s := &Store{
 		ref:          ref,
@@ -147,11 +156,30 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
+// checkFormat rejects repositories whose objects or refs gitstore cannot
+// read or write (SHA-256 object names, the reftable ref backend).
+func checkFormat(commonDir string) error {
+	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
+	if err != nil {
+		return nil // git tolerates a missing config; so do we
 	}
-	return b
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.Trim(line, "[] \t"))
+			continue
+		}
+		if section != "extensions" {
+			continue
+		}
+		key, val, _ := strings.Cut(line, "=")
+		key, val = strings.ToLower(strings.TrimSpace(key)), strings.ToLower(strings.Trim(strings.TrimSpace(val), `"`))
+		if (key == "objectformat" && val != "sha1") || (key == "refstorage" && val != "files") {
+			return fmt.Errorf("gitstore: %s: unsupported repository format (extensions.%s = %s)", commonDir, key, val)
+		}
+	}
+	return nil
 }
 
 // checkRefName accepts full ref names under refs/ that git would accept
@@ -288,3 +316,10 @@ func (s *Store) Close() error {
 }
 
 var errClosed = errors.New("gitstore: store is closed")
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -41,3 +41,29 @@ func diskUsage(fi os.FileInfo) int64 {
 	}
 	return fi.Size()
 }
+
+// mapFile maps a file read-only (pack indexes are never modified in place,
+// only replaced, so the mapping stays valid; git maps them too). The
+// returned function unmaps it.
+func mapFile(name string) ([]byte, func(), error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := fi.Size()
+	if size == 0 || size != int64(int(size)) {
+		b, err := os.ReadFile(name)
+		return b, func() {}, err
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		b, err := os.ReadFile(name)
+		return b, func() {}, err
+	}
+	return b, func() { syscall.Munmap(b) }, nil
+}

@@ -27,6 +27,9 @@ type Outcome struct {
 	// ReplayOf is, for a replay, the receipt's decided_on revision; the
 	// service reports the commit that first applied it.
 	ReplayOf string
+	// AuthorityReason is the --authority-reason an orchestrator gave, kept in
+	// the audit trail.
+	AuthorityReason string
 	// Data holds the result fields (a struct or map with JSON tags), merged
 	// into the top level of the JSON envelope.
 	Data any
@@ -50,6 +53,7 @@ const (
 	TrailerEpoch        = "Loopx-Epoch"
 	TrailerReceipt      = "Loopx-Receipt"
 	TrailerProjectionOf = "Loopx-Projection-Of"
+	TrailerReason       = "Loopx-Authority-Reason"
 )
 
 // Subject is the readable first line of the commit:
@@ -95,6 +99,7 @@ func (o *Outcome) Message() string {
 		add(TrailerEpoch, strconv.FormatInt(o.Epoch, 10))
 	}
 	add(TrailerReceipt, o.ReceiptID)
+	add(TrailerReason, strings.Join(strings.Fields(o.AuthorityReason), " "))
 	return b.String()
 }
 
@@ -119,6 +124,7 @@ type Entry struct {
 	Epoch        int64  `json:"epoch,omitempty"`
 	Receipt      string `json:"receipt_id,omitempty"`
 	ProjectionOf string `json:"projection_of,omitempty"`
+	Reason       string `json:"authority_reason,omitempty"`
 }
 
 // ParseMessage reads the trailers of a commit message. ok is false when the
@@ -149,6 +155,8 @@ func ParseMessage(msg string) (e Entry, ok bool) {
 			e.Receipt = v
 		case TrailerProjectionOf:
 			e.ProjectionOf = v
+		case TrailerReason:
+			e.Reason = v
 		}
 	}
 	return e, e.Operation != ""

@@ -24,6 +24,8 @@ var Version = "0.1.0-dev"
 // env holds the global flags and the process environment of one run.
 type env struct {
 	registry, repo, format, goal string
+	remote                       string // --remote NAME (remote_cmds.go)
+	offline                      bool   // --offline
 	stdout, stderr               io.Writer
 }
 
@@ -83,6 +85,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	pf.StringVar(&e.repo, "repo", "", "repository folder (default: the Git repository around the working directory)")
 	pf.StringVar(&e.format, "format", "", "output format: text or json (default json when stdout is not a terminal; $LOOPX_FORMAT)")
 	pf.StringVar(&e.goal, "goal-id", "", "goal id (default: registry default_goal, $LOOPX_GOAL, or the only active goal)")
+	remoteFlags(e, pf)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see `%s --help`)", err, c.CommandPath())
 	})
@@ -96,7 +99,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 		return nil
 	}
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
-		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e))
+		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e))
 	return root
 }
 
@@ -135,7 +138,7 @@ func isTerminal(f *os.File) bool {
 
 // options builds the store options from flags and environment.
 func (e *env) options() (loopx.Options, error) {
-	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL")}
+	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL"), Remote: e.remote, Offline: e.offline}
 	if s := os.Getenv("LOOPX_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

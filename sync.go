@@ -1,0 +1,253 @@
+package loopx
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// SyncEntry is what sync did with one offline mutation.
+type SyncEntry struct {
+	// OfflineRevision is the local commit the mutation made offline.
+	OfflineRevision string `json:"offline_revision"`
+	Operation       string `json:"operation"`
+	GoalID          string `json:"goal_id,omitempty"`
+	TodoID          string `json:"todo_id,omitempty"`
+	Actor           string `json:"actor,omitempty"`
+	// Status is the replay's status (applied | replayed | no_change), or
+	// "refused" when the server's head now refuses the request.
+	Status string `json:"status"`
+	// Revision is the server commit of the result (applied or replayed).
+	Revision string      `json:"revision,omitempty"`
+	Error    *SyncError  `json:"error,omitempty"`
+	Result   interface{} `json:"result,omitempty"`
+}
+
+// SyncError is the refusal of a replayed mutation.
+type SyncError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// SyncData is the result of sync.
+type SyncData struct {
+	Remote string `json:"remote"`
+	// Replays lists the offline mutations dealt with, in their order.
+	Replays []SyncEntry `json:"replays"`
+	Applied int         `json:"applied"` // applied, replayed or no_change
+	Refused int         `json:"refused"`
+	// Pending counts offline mutations still to sync (made during the sync).
+	Pending int `json:"pending"`
+}
+
+// replayer re-runs one recorded request on a store.
+type replayer func(s *Store, raw json.RawMessage) (*Result, error)
+
+func replayAs[T any](call func(*Store, T) (*Result, error)) replayer {
+	return func(s *Store, raw json.RawMessage) (*Result, error) {
+		var req T
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, lease.Errorf(lease.CodeInvalidRequest, "recorded request is invalid: %v", err)
+		}
+		return call(s, req)
+	}
+}
+
+var replayers = map[string]replayer{
+	opGoalCreate:    replayAs((*Store).CreateGoal),
+	opGoalArchive:   replayAs(func(s *Store, r goalActor) (*Result, error) { return s.ArchiveGoal(r.Goal, r.Actor) }),
+	opAgentRegister: replayAs((*Store).RegisterAgent),
+	opAgentUnregister: replayAs(func(s *Store, r goalAgent) (*Result, error) {
+		return s.UnregisterAgent(r.Goal, r.Agent)
+	}),
+	opTodoAdd:        replayAs((*Store).AddTodo),
+	opTodoReadyClaim: replayAs((*Store).ReadyClaim),
+	opTodoClaim:      replayAs((*Store).Claim),
+	opTodoUpdate:     replayAs((*Store).Update),
+	opTodoComplete:   replayAs((*Store).Complete),
+	opTodoSupersede:  replayAs((*Store).Supersede),
+	opLeaseAcquire:   replayAs((*Store).Acquire),
+	opLeaseRenew:     replayAs((*Store).Renew),
+	opLeaseTransfer:  replayAs((*Store).Transfer),
+	opLeaseRelease:   replayAs((*Store).Release),
+}
+
+// Sync brings a store that was used offline up to date with its remote: it
+// re-decides, in order, every offline mutation the remote lacks on the
+// remote's head (each through the normal remote transaction, so receipts
+// make a repeated sync harmless), reports those the head now refuses, and
+// then points the local ref at the server's head. Without offline work it
+// fetches and fast-forwards the local ref. A transient failure stops it
+// (remote_unavailable, store_conflict): what was done is remembered and the
+// next sync continues from there.
+func (s *Store) Sync() (*Result, error) {
+	if s.remote.name == "" {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "this store has no remote: use --remote NAME, or `loopx init --remote NAME`")
+	}
+	fl := flock.New(filepath.Join(s.git.CommonDir(), "loopx-sync.lock"), flock.SetPermissions(0o666))
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	if ok, err := fl.TryLockContext(ctx, 20*time.Millisecond); err != nil || !ok {
+		return nil, lease.Errorf(lease.CodeStoreBusy, "another sync is running: retry with the same arguments")
+	}
+	defer fl.Unlock()
+
+	online := *s
+	online.remote.offline = false
+	online.remote.syncing = true
+	online.req = nil
+	d := SyncData{Remote: s.remote.name, Replays: []SyncEntry{}}
+
+	pending, _, err := s.offlinePending()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	var last gitstore.Hash
+	for _, c := range pending {
+		e := syncEntryOf(c)
+		res, err := online.replayCommit(c)
+		if err != nil {
+			le, ok := lease.AsError(err)
+			if !ok || lease.ClassOf(le.Code) != lease.Rejected {
+				// Transient: stop here; the next sync continues.
+				if !last.IsZero() {
+					_ = s.writeSyncMarker(last)
+				}
+				if !ok {
+					le = lease.Errorf(lease.CodeRemoteUnavailable, "%v", err)
+				}
+				out := *le
+				out.Details = map[string]any{}
+				for k, v := range le.Details {
+					out.Details[k] = v
+				}
+				out.Details["sync"] = d
+				out.Details["stopped_at"] = c.hash.String()
+				return nil, &out
+			}
+			e.Status = "refused"
+			e.Error = &SyncError{Code: string(le.Code), Message: le.Message, Details: le.Details}
+			d.Refused++
+		} else {
+			e.Status, e.Revision = res.Status, res.Revision
+			if e.Status == "" {
+				e.Status = lease.StatusApplied
+			}
+			d.Applied++
+		}
+		d.Replays = append(d.Replays, e)
+		last = c.hash
+		if err := s.writeSyncMarker(last); err != nil {
+			return nil, err
+		}
+	}
+
+	// Point the local ref at the server's head, unless offline work was
+	// added meanwhile (it stays pending for the next sync).
+	head, err := s.finishSync(last)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if rest, _, err := s.offlinePending(); err == nil {
+		d.Pending = len(rest)
+	}
+	res := &Result{Operation: "sync", CurrentRevision: revString(head), Data: d}
+	return online.annotate(res, time.Time{}), nil
+}
+
+// replayCommit re-runs the request recorded on an offline commit.
+func (s *Store) replayCommit(c offlineCommit) (*Result, error) {
+	raw := trailerValue(c.msg, TrailerRequest)
+	if raw == "" {
+		if trailerValue(c.msg, lease.TrailerProjectionOf) != "" {
+			return &Result{Status: lease.StatusNoChange}, nil // a board: the replays render their own
+		}
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s records no request: it cannot be replayed", c.hash)
+	}
+	data, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: bad %s trailer: %v", c.hash, TrailerRequest, err)
+	}
+	var rec struct {
+		Op  string          `json:"op"`
+		Req json.RawMessage `json:"request"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: bad %s trailer: %v", c.hash, TrailerRequest, err)
+	}
+	replay, ok := replayers[rec.Op]
+	if !ok {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: operation %q cannot be replayed", c.hash, rec.Op)
+	}
+	if rec.Op == opTodoAdd {
+		// A generated todo id is part of what the offline decision made:
+		// keep it, so the replay adds that todo (and a second sync finds it).
+		var add lease.AddRequest
+		if json.Unmarshal(rec.Req, &add) == nil && add.Todo == "" {
+			if id := trailerValue(c.msg, lease.TrailerTodo); id != "" {
+				add.Todo = id
+				rec.Req, _ = json.Marshal(add)
+			}
+		}
+	}
+	return replay(s, rec.Req)
+}
+
+func syncEntryOf(c offlineCommit) SyncEntry {
+	e, _ := lease.ParseMessage(c.msg)
+	return SyncEntry{OfflineRevision: c.hash.String(), Operation: e.Operation, GoalID: e.Goal, TodoID: e.Todo, Actor: e.Actor}
+}
+
+// finishSync fetches the server's head and, under the fence, moves the
+// local ref to it if the local ref's offline work is all dealt with
+// (its tip is last, or it has none).
+func (s *Store) finishSync(last gitstore.Hash) (gitstore.Hash, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	unlock, err := s.git.Lock(ctx, true)
+	if err != nil {
+		return gitstore.ZeroHash, err
+	}
+	defer unlock()
+	head, err := s.git.Fetch(ctx, s.remote.name)
+	if err != nil {
+		return gitstore.ZeroHash, err
+	}
+	s.noteFetched(head)
+	local, err := s.git.Head()
+	if err != nil {
+		return head, err
+	}
+	if rest, _, err := s.offlinePending(); err != nil || len(rest) > 0 {
+		return head, err
+	}
+	if head.IsZero() || local == head {
+		s.clearSyncMarker()
+		return head, nil
+	}
+	if ok, err := s.git.IsAncestor(local, head, ancestryLimit); err != nil {
+		return head, err
+	} else if !ok && (last.IsZero() || local != last) {
+		// Not ours to drop: keep it reachable.
+		if err := s.backup(local); err != nil {
+			return head, err
+		}
+	}
+	if err := s.git.UpdateRef(s.git.Ref(), local, head); err != nil {
+		if errors.Is(err, gitstore.ErrConflict) {
+			return head, nil // moved meanwhile: the next command sees it
+		}
+		return head, err
+	}
+	s.clearSyncMarker()
+	return head, nil
+}
