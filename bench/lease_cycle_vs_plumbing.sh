@@ -6,7 +6,8 @@
 # the git CLI plumbing loop that makes the same three state changes without
 # deciding anything: per change, hash-object the lease YAML and the receipt
 # YAML, ls-tree + mktree up both paths (goals/g/leases/<b>/ and
-# goals/g/receipts/<r0r1>/<r2r3>/), commit-tree, update-ref with the old value.
+# goals/g/receipts/<r0r1>/<r2r3>/; goals/g and above once), commit-tree,
+# update-ref with the old value: 21 git processes per change.
 # Each op works on a fresh todo (scope work/<i>/**) in a goal that also holds
 # N effective leases (seed-agent, scopes seed/<i>/**).
 #
@@ -26,23 +27,23 @@ export LOOPX_NOW=$now LOOPX_FORMAT=json GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=b
   GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com GIT_AUTHOR_DATE=$now GIT_COMMITTER_DATE=$now
 
 now_ms() { date +%s%3N; }
-sha() { printf '%s' "$1" | sha256sum | cut -c1-64; }
+sha() { local h; h=$(printf '%s' "$1" | sha256sum); echo "${h:0:64}"; }
 
-# put_path REPO TREE PATH BLOB: prints the root tree TREE with the file PATH
-# set to BLOB, rebuilding each tree on the path bottom up (ls-tree + mktree).
-put_path() {
-  local repo=$1 tree=$2 path=$3 blob=$4
-  local -a parts; IFS=/ read -r -a parts <<<"$path"
-  local n=${#parts[@]} child=$blob mode=100644 type=blob i dir
-  for ((i = n - 1; i >= 0; i--)); do
-    dir=$(IFS=/; echo "${parts[*]:0:i}")
-    local spec=$tree
-    [ -n "$dir" ] && spec="$tree:$dir"
-    child=$( { git -C "$repo" ls-tree "$spec" 2>/dev/null | awk -F'\t' -v n="${parts[$i]}" '$2 != n' || true
-               printf '%s %s %s\t%s\n' "$mode" "$type" "$child" "${parts[$i]}"; } | git -C "$repo" mktree)
-    mode=040000 type=tree
-  done
-  echo "$child"
+# tree_with REPO SPEC NAME MODE TYPE OBJ [NAME MODE TYPE OBJ]...: prints the
+# tree SPEC (a tree-ish, "" for an empty tree) with each entry NAME set to OBJ
+# (ls-tree, then mktree of the listing with those entries replaced).
+tree_with() {
+  local repo=$1 spec=$2; shift 2
+  local listing="" entries="" line name skip i
+  [ -n "$spec" ] && listing=$(git -C "$repo" ls-tree "$spec" 2>/dev/null || true)
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    name=${line#*$'\t'} skip=
+    for ((i = 1; i <= $#; i += 4)); do [ "$name" = "${!i}" ] && skip=1; done
+    [ -z "$skip" ] && entries+=$line$'\n'
+  done <<<"$listing"
+  while [ $# -gt 0 ]; do entries+="$2 $3 $4"$'\t'"$1"$'\n'; shift 4; done
+  printf '%s' "$entries" | git -C "$repo" mktree
 }
 
 # lease_yaml TODO KEY VERSION STATUS SCOPE [renewed] [released]
@@ -55,7 +56,7 @@ lease_yaml() {
   [ -n "${7:-}" ] && printf '%sreleased_at: %s\n' "$indent" "$now"
   printf '%sholders:\n%s  - epoch: 1\n%s    owner: bench-agent\n%s    idempotency_key: %s\n%s    started_at: %s\n' \
     "$indent" "$indent" "$indent" "$indent" "$2" "$indent" "$now"
-  [ -n "${7:-}" ] && printf '%s      ended_at: %s\n%s      end_reason: released\n' "$indent" "$now" "$indent"
+  [ -n "${7:-}" ] && printf '%s    ended_at: %s\n%s    end_reason: released\n' "$indent" "$now" "$indent"
   return 0
 }
 
@@ -70,9 +71,17 @@ plumbing_change() {
   receipt=$( { printf 'receipt_id: %s\noperation: task-lease.%s\ngoal_id: g\ntodo_id: %s\nowner: bench-agent\nidempotency_key: %s\nexpected_version: %s\nrequest_digest: %s\nstatus: applied\ndecided_at: %s\ndecided_on: %s\nlease:\n' \
       "$id" "$op" "$todo" "$key" "$expected" "$(sha "digest/$id")" "$now" "$head"
     lease_yaml "$todo" "$key" "$version" "$status" "$scope" "$renewed" "$released" "  "; } | git -C "$repo" hash-object -w --stdin)
-  local tree
-  tree=$(put_path "$repo" "$head^{tree}" "goals/g/leases/$(sha "$todo" | cut -c1-2)/$todo.yaml" "$lease")
-  tree=$(put_path "$repo" "$tree" "goals/g/receipts/${id:0:2}/${id:2:2}/$id.yaml" "$receipt")
+  # Rebuild the trees on both paths bottom up; goals/g and above once.
+  local b r0=${id:0:2} r1=${id:2:2} leases_b leases rec_1 rec_0 receipts g goals tree
+  b=$(sha "$todo"); b=${b:0:2}
+  leases_b=$(tree_with "$repo" "$head:goals/g/leases/$b" "$todo.yaml" 100644 blob "$lease")
+  leases=$(tree_with "$repo" "$head:goals/g/leases" "$b" 040000 tree "$leases_b")
+  rec_1=$(tree_with "$repo" "$head:goals/g/receipts/$r0/$r1" "$id.yaml" 100644 blob "$receipt")
+  rec_0=$(tree_with "$repo" "$head:goals/g/receipts/$r0" "$r1" 040000 tree "$rec_1")
+  receipts=$(tree_with "$repo" "$head:goals/g/receipts" "$r0" 040000 tree "$rec_0")
+  g=$(tree_with "$repo" "$head:goals/g" leases 040000 tree "$leases" receipts 040000 tree "$receipts")
+  goals=$(tree_with "$repo" "$head:goals" g 040000 tree "$g")
+  tree=$(tree_with "$repo" "$head^{tree}" goals 040000 tree "$goals")
   local commit
   commit=$(printf 'task-lease %s g/%s by bench-agent: v%s e1\n\nLoopx-Operation: task-lease.%s\n' "$op" "$todo" "$version" "$op" |
     git -C "$repo" commit-tree "$tree" -p "$head")

@@ -71,18 +71,12 @@ func (s *Store) StagedPaths() ([]string, error) {
 
 // ConfigValue returns the value of a git configuration key as git sees it
 // (system, global, repository and worktree files, includes), "" when unset.
+// `--default ""` makes an unset key a success, so any failure is an error
+// (and stderr, where GIT_TRACE may write, is never interpreted).
 func (s *Store) ConfigValue(key string) (string, error) {
-	cmd := exec.Command("git", "config", "--get", key)
-	cmd.Dir = firstNonEmpty(s.workDir, s.gitDir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 1 && stderr.Len() == 0 {
-		return "", nil // unset
-	}
+	out, err := s.gitOut("config", "--default", "", "--get", key)
 	if err != nil {
-		return "", fmt.Errorf("gitstore: git config --get %s: %w: %s", key, err, strings.TrimSpace(stderr.String()))
+		return "", err
 	}
 	return strings.TrimRight(string(out), "\r\n"), nil
 }

@@ -147,6 +147,11 @@ func TestConfigValue(t *testing.T) {
 	if v, err := s.ConfigValue("loopx.other"); err != nil || v != "from-global" {
 		t.Fatalf("global: got %q, %v", v, err)
 	}
+	// Trace output on stderr does not turn "unset" into an error.
+	t.Setenv("GIT_TRACE", "1")
+	if v, err := s.ConfigValue("loopx.unset"); err != nil || v != "" {
+		t.Fatalf("unset with GIT_TRACE: got %q, %v", v, err)
+	}
 	if _, err := s.ConfigValue("not a key"); err == nil {
 		t.Fatal("an invalid key must be an error, not unset")
 	}

@@ -21,6 +21,7 @@ repository's pre-commit hook; ` + "`loopx guard check`" + ` runs it by hand.
 The acting agent is --agent-id, else $LOOPX_AGENT_ID, else ` + "`git config loopx.agent`" + `.
 An agent whose own effective lease covers a path may commit it. Every goal of
 the store is checked. A repository without a loopx store always passes.`,
+		Example: "  loopx guard install\n  loopx guard check --agent-id agent-b --staged",
 	}
 	install := &cobra.Command{
 		Use:   "install",
