@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,8 +73,14 @@ func TestProcessesAcquireRace(t *testing.T) {
 	dir := newStore(t, "g", agents...)
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_contended", "--text", "everyone wants it")
 
-	version := int64(0) // the version read before the round
+	released := int64(0) // the version the last winner released
 	for round := 0; round < rounds; round++ {
+		// Read the current version, as an agent would before acquiring.
+		in := must(t, dir, "task-lease", "inspect", "--goal-id", "g", "--todo-id", "todo_contended")
+		version := max(leaseInt(in, "version"), 0) // "lease": null is version 0
+		if version != released {
+			t.Fatalf("round %d: inspect shows version %d, the last release left %d", round, version, released)
+		}
 		argv := make([][]string, procs)
 		for p := range argv {
 			argv[p] = []string{"task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_contended",
@@ -112,6 +119,7 @@ func TestProcessesAcquireRace(t *testing.T) {
 			t.Fatalf("round %d: lease owner %q, want %s", round, leaseStr(w, "owner"), agents[winner])
 		}
 		version = leaseInt(w, "version")
+		released = version
 		rel := must(t, dir, "task-lease", "release", "--goal-id", "g", "--todo-id", "todo_contended",
 			"--owner", agents[winner], "--idempotency-key", fmt.Sprintf("round-%d-agent-%d", round, winner),
 			"--expected-version", strconv.FormatInt(version, 10))
@@ -272,7 +280,7 @@ func TestLostResponse(t *testing.T) {
 			if got := countOps(t, dir, s.op); got != opsBefore+1 {
 				t.Fatalf("%d %s commits, want %d", got, s.op, opsBefore+1)
 			}
-			count := checkLinear(t, dir)
+			checkLinear(t, dir)
 
 			// The retry with the same arguments is a replay of that commit.
 			r := loopx(t, dir, nil, s.args...)
@@ -293,8 +301,13 @@ func TestLostResponse(t *testing.T) {
 				t.Fatalf("retry: lease v%d e%d %s/%s, want v%d e%d %s/%s: %s", leaseInt(r, "version"), leaseInt(r, "epoch"),
 					leaseStr(r, "owner"), leaseStr(r, "idempotency_key"), s.version, s.epoch, s.owner, s.key, r.raw)
 			}
-			if got := checkLinear(t, dir); got != count {
-				t.Fatalf("the retry made %d commits", got-count)
+			// No new state commit: anything the retry committed on top of the
+			// killed commit can only be a board projection.
+			checkLinear(t, dir)
+			for _, c := range strings.Fields(git(t, dir, "rev-list", committed+"..refs/loopx/state")) {
+				if git(t, dir, "log", "-1", "--format=%(trailers:key=Loopx-Projection-Of,valueonly,separator=)", c) == "" {
+					t.Fatalf("the retry made a state commit: %s", git(t, dir, "log", "-1", "--format=%s", c))
+				}
 			}
 			if got := countOps(t, dir, s.op); got != opsBefore+1 {
 				t.Fatalf("%d %s commits after the retry, want %d", got, s.op, opsBefore+1)
@@ -303,6 +316,16 @@ func TestLostResponse(t *testing.T) {
 			in := must(t, dir, "task-lease", "inspect", "--goal-id", "g", "--todo-id", "todo_work")
 			if leaseInt(in, "version") != s.version || leaseStr(in, "owner") != s.owner {
 				t.Fatalf("inspect after the retry: %s", in.raw)
+			}
+			// The killed process never delivered the board. After the retry
+			// the board must be current, or the retry must say it is not
+			// (projection_delivery "pending"); seed 000: "repair the display
+			// and use todo project-markdown or retry the original transfer".
+			v := must(t, dir, "verify")
+			if pending, _ := v.out["pending_boards"].([]any); len(pending) > 0 && r.out["projection_delivery"] != "pending" {
+				t.Errorf("after the retry the board is stale (verify: pending_boards %v), yet the retry reported projection_delivery %q",
+					pending, r.out["projection_delivery"])
+				must(t, dir, "todo", "project-markdown", "--goal-id", "g") // start the next step clean
 			}
 		})
 	}

@@ -118,7 +118,10 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	default:
 		res.Revision = revString(head)
 	}
-	if out.Write && out.BoardChanged && out.Goal != "" {
+	// A replay may answer a retry whose first attempt committed but never
+	// delivered the board (lost response, failed projection): deliver it now
+	// if it is pending, so "not_required" is never said of a stale board.
+	if out.Goal != "" && (out.Write && out.BoardChanged || out.Status == lease.StatusReplayed) {
 		res.Projection, res.ProjectionError = s.deliverBoard(out.Goal)
 		if res.Projection == ProjectionDelivered || res.Projection == ProjectionNotRequired {
 			if h, err := s.git.Head(); err == nil {

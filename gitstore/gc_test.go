@@ -10,8 +10,9 @@ import (
 )
 
 func TestGC(t *testing.T) {
-	dir := newRepo(t)
+	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
+	s.odb.noSync = true // GC is tested here, not durability
 	ctx := context.Background()
 	for i := 0; i < 150; i++ {
 		commitT(t, s, put(fmt.Sprintf("todos/%03d.yaml", i), fmt.Sprintf("id: %d\ntitle: todo %d\n", i, i)))
@@ -87,8 +88,9 @@ func TestGC(t *testing.T) {
 }
 
 func TestMaybeGC(t *testing.T) {
-	dir := newRepo(t)
+	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
+	s.odb.noSync = true
 	ctx := context.Background()
 	for i := 0; i < gcEvery-1; i++ {
 		commitT(t, s, put("f/"+strconv.Itoa(i), "x"))
@@ -157,8 +159,9 @@ func TestGCGrowth(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("GITSTORE_GROWTH_COMMITS")); err == nil {
 		n = v
 	}
-	dir := newRepo(t)
+	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
+	s.odb.noSync = true // growth is measured, not durability: keep it fast
 	ctx := context.Background()
 	// A store that already holds 200 todos.
 	var seed []Change

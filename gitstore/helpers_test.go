@@ -147,8 +147,29 @@ func requireGit(t testing.TB) {
 // newRepo makes a fresh non-bare repository with one commit on main.
 func newRepo(t testing.TB) string {
 	t.Helper()
+	return newRepoIn(t, t.TempDir())
+}
+
+// fastTempDir returns a temporary directory on a memory file system when
+// one is available (/dev/shm), else t.TempDir(). Tests that commit
+// thousands of times but do not test durability use it: on some disks a
+// file creation alone costs a millisecond.
+func fastTempDir(t testing.TB) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "gitstore-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// newRepoIn makes a fresh non-bare repository in dir with one commit on
+// main.
+func newRepoIn(t testing.TB, dir string) string {
+	t.Helper()
 	requireGit(t)
-	dir := t.TempDir()
 	runGitT(t, dir, "-c", "init.defaultBranch=main", "init", "-q")
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("user content\n"), 0o666); err != nil {
 		t.Fatal(err)

@@ -172,6 +172,7 @@ func (s *Store) createTwin(newHash Hash) (string, *os.File, error) {
 type refLock struct {
 	refPath, lockPath string
 	held              bool
+	noSync            bool
 }
 
 // lockRef takes <ref>.lock as a hard link to twin (which holds newHash)
@@ -186,7 +187,7 @@ func (s *Store) lockRef(expected, newHash Hash, twin string) (*refLock, error) {
 	if err := s.acquireRefLock(twin, lockPath, []byte(newHash.String()+"\n")); err != nil {
 		return nil, err
 	}
-	l := &refLock{refPath: refPath, lockPath: lockPath, held: true}
+	l := &refLock{refPath: refPath, lockPath: lockPath, held: true, noSync: s.odb.noSync}
 	hook("ref-locked")
 	cur, err := readRef(s.commonDir, s.ref)
 	if err == nil && cur != expected {
@@ -215,6 +216,9 @@ func (l *refLock) commit() error {
 	}
 	l.held = false
 	hook("ref-renamed")
+	if l.noSync {
+		return nil
+	}
 	return syncDir(filepath.Dir(l.refPath))
 }
 

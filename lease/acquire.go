@@ -97,7 +97,8 @@ func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
 	if err := requireWorkableTodo(t); err != nil {
 		return nil, err
 	}
-	if _, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
+	owner, err := RequireAgent(v, req.Goal, "owner", req.Owner)
+	if err != nil {
 		return nil, err
 	}
 	if err := executionEligibility(t, req.Owner, true, now); err != nil {
@@ -137,6 +138,7 @@ func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
 	}
 
 	l := startExecution(cur, req.Todo, req.Owner, req.IdempotencyKey, req.TTLSeconds, now)
+	l.OwnerRegistration = owner.Registration
 	l.WriteScopes = scopes
 	v.PutLease(req.Goal, l)
 	ev := req.ExpectedVersion

@@ -53,7 +53,10 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 	slices.Sort(auth)
 	auth = slices.Compact(auth)
 	a := &Agent{ID: req.Agent, Role: req.Role, LifecycleAuthority: auth, RequiresReason: req.RequiresReason,
-		Status: AgentRegistered, RegisteredAt: now, UpdatedAt: now}
+		Status: AgentRegistered, Registration: 1, RegisteredAt: now, UpdatedAt: now}
+	if old != nil {
+		a.Registration = old.Registration + 1
+	}
 	v.PutAgent(req.Goal, a)
 	return &Outcome{Operation: "agent.register", Status: StatusApplied, Goal: req.Goal, Actor: req.Agent,
 		Write: true, Data: AgentData{GoalID: req.Goal, AgentID: a.ID, Agent: a}}, nil

@@ -43,32 +43,20 @@ func Open(t *Todo) bool { return t != nil && t.Status == TodoOpen && !t.Archived
 // claim empty or held by the owner (as claimed_by or as its scope agent).
 // Anything else never blocks a new eligible execution.
 //
-// A registration newer than the lease's last grant voids it: an agent that
-// was unregistered and registers again does not revive its old executions
-// (another todo may have taken an overlapping scope meanwhile).
+// A lease is void once its owner registers again (the registration it was
+// granted under is recorded in the lease): an agent that was unregistered and
+// registers again does not revive its old executions, since another todo may
+// have taken an overlapping scope meanwhile.
 func LeaseEffective(l *Lease, t *Todo, owner *Agent, now time.Time) bool {
 	switch {
 	case l == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt):
 		return false
 	case !Open(t) || !owner.Registered() || owner.ID != l.Owner || Excluded(t, l.Owner):
 		return false
-	case owner.RegisteredAt.After(LastGrant(l)):
+	case owner.Registration != l.OwnerRegistration:
 		return false
 	}
 	return !ClaimEffective(t, now) || HoldsClaim(t, l.Owner, now)
-}
-
-// LastGrant is when the lease's current execution was last granted time:
-// acquired, transferred to its owner, or renewed.
-func LastGrant(l *Lease) time.Time {
-	t := l.AcquiredAt
-	if n := len(l.Holders); n > 0 && l.Holders[n-1].StartedAt.After(t) {
-		t = l.Holders[n-1].StartedAt
-	}
-	if l.RenewedAt != nil && l.RenewedAt.After(t) {
-		t = *l.RenewedAt
-	}
-	return t
 }
 
 // CheckProof verifies the exact (owner, key, expected version) tuple against

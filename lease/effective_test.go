@@ -102,8 +102,8 @@ func TestLeaseEffective(t *testing.T) {
 		{"claimed by owner", lease(nil), todo(func(t *Todo) { t.ClaimedBy = "agent-a" }), owner, true},
 		{"owner is the scope agent", lease(nil), todo(func(t *Todo) { t.ClaimedBy = "orch"; t.ClaimScopeAgentID = "agent-a" }), owner, true},
 		{"claimed by another agent", lease(nil), todo(func(t *Todo) { t.ClaimedBy = "agent-b" }), owner, false},
-		{"owner registered again after the grant", lease(func(l *Lease) { l.AcquiredAt = tlAt(10) }), todo(nil), &Agent{ID: "agent-a", Status: AgentRegistered, RegisteredAt: tlAt(20)}, false},
-		{"owner registered again before a renewal", lease(func(l *Lease) { l.AcquiredAt = tlAt(10); r := tlAt(30); l.RenewedAt = &r }), todo(nil), &Agent{ID: "agent-a", Status: AgentRegistered, RegisteredAt: tlAt(20)}, true},
+		{"owner registered again after the grant", lease(func(l *Lease) { l.OwnerRegistration = 1 }), todo(nil), &Agent{ID: "agent-a", Status: AgentRegistered, Registration: 2}, false},
+		{"granted under the owner's current registration", lease(func(l *Lease) { l.OwnerRegistration = 2 }), todo(nil), &Agent{ID: "agent-a", Status: AgentRegistered, Registration: 2}, true},
 		{"another agent's claim expired", lease(nil), todo(func(t *Todo) { t.ClaimedBy = "agent-b"; t.ClaimExpiresAt = tlTime(50) }), owner, true},
 	}
 	for _, c := range cases {

@@ -65,7 +65,10 @@ type Agent struct {
 	LifecycleAuthority []string  `yaml:"lifecycle_authority,omitempty" json:"lifecycle_authority"`
 	RequiresReason     bool      `yaml:"requires_reason,omitempty" json:"requires_reason"`
 	Status             string    `yaml:"status" json:"status"`
-	RegisteredAt       time.Time `yaml:"registered_at" json:"registered_at"`
+	// Registration counts the agent's registrations in this goal (1 for the
+	// first); a lease records the registration it was granted under.
+	Registration int64     `yaml:"registration,omitempty" json:"registration"`
+	RegisteredAt time.Time `yaml:"registered_at" json:"registered_at"`
 	UpdatedAt          time.Time `yaml:"updated_at" json:"updated_at"`
 }
 
@@ -139,6 +142,9 @@ type Lease struct {
 	RenewedAt      *time.Time `yaml:"renewed_at,omitempty" json:"renewed_at"`
 	ExpiresAt      time.Time  `yaml:"expires_at" json:"expires_at"`
 	ReleasedAt     *time.Time `yaml:"released_at,omitempty" json:"released_at"`
+	// OwnerRegistration is the owner's registration the execution was
+	// granted under; after the owner registers again it is void.
+	OwnerRegistration int64 `yaml:"owner_registration,omitempty" json:"-"`
 	// Holders is every execution this todo had, oldest first; the last one is
 	// the current execution. Retired keys are the keys of all other holders.
 	Holders []Holder `yaml:"holders" json:"-"`

@@ -110,7 +110,7 @@ func checkProofRequest(goal, todo, owner, key string) error {
 // again after it was granted: re-registration never revives old executions
 // (see LeaseEffective).
 func requireGrantStands(owner *Agent, l *Lease) error {
-	if owner.RegisteredAt.After(LastGrant(l)) {
+	if owner.Registration != l.OwnerRegistration {
 		return Errorf(CodeLeaseNotActive, "%s registered again after this execution was granted: acquire a new execution", owner.ID)
 	}
 	return nil

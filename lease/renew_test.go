@@ -53,7 +53,7 @@ func TestRenewAdmission(t *testing.T) {
 		{name: "owner unregistered", setup: func(f *tlFix) { f.setAgent("agent-a", AgentUnregistered) }, code: CodeAgentNotRegistered},
 		{name: "owner registered again after the grant", setup: func(f *tlFix) {
 			f.edit(func(v *View) {
-				v.PutAgent(tlGoal, &Agent{ID: "agent-a", Role: RoleAgent, Status: AgentRegistered, RegisteredAt: tlAt(5), UpdatedAt: tlAt(5)})
+				v.PutAgent(tlGoal, &Agent{ID: "agent-a", Role: RoleAgent, Status: AgentRegistered, Registration: 7, RegisteredAt: tlAt(5), UpdatedAt: tlAt(5)})
 			})
 		}, code: CodeLeaseNotActive},
 		{name: "owner excluded", setup: func(f *tlFix) {

@@ -105,7 +105,8 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	} else if err := requireGrantStands(owner, l); err != nil {
 		return nil, err
 	}
-	if _, err := RequireAgent(v, req.Goal, "new owner", req.NewOwner); err != nil {
+	receiver, err := RequireAgent(v, req.Goal, "new owner", req.NewOwner)
+	if err != nil {
 		return nil, err
 	}
 	if err := executionEligibility(t, req.NewOwner, !req.TransferClaim, now); err != nil {
@@ -153,6 +154,7 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	endCurrentHolder(l, now, EndTransferred)
 	nl := startExecution(l, req.Todo, req.NewOwner, req.NewIdempotencyKey, req.TTLSeconds, now)
 	nl.WriteScopes = scopes
+	nl.OwnerRegistration = receiver.Registration
 	v.PutLease(req.Goal, nl)
 	exp := expected
 	r := &Receipt{ID: id, Operation: OpLeaseTransfer, GoalID: req.Goal, TodoID: req.Todo,
