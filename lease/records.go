@@ -60,16 +60,16 @@ type Goal struct {
 
 // Agent is an agent's registration in one goal.
 type Agent struct {
-	ID                 string    `yaml:"agent_id" json:"agent_id"`
-	Role               string    `yaml:"role" json:"role"`
-	LifecycleAuthority []string  `yaml:"lifecycle_authority,omitempty" json:"lifecycle_authority"`
-	RequiresReason     bool      `yaml:"requires_reason,omitempty" json:"requires_reason"`
-	Status             string    `yaml:"status" json:"status"`
+	ID                 string   `yaml:"agent_id" json:"agent_id"`
+	Role               string   `yaml:"role" json:"role"`
+	LifecycleAuthority []string `yaml:"lifecycle_authority,omitempty" json:"lifecycle_authority"`
+	RequiresReason     bool     `yaml:"requires_reason,omitempty" json:"requires_reason"`
+	Status             string   `yaml:"status" json:"status"`
 	// Registration counts the agent's registrations in this goal (1 for the
 	// first); a lease records the registration it was granted under.
 	Registration int64     `yaml:"registration,omitempty" json:"registration"`
 	RegisteredAt time.Time `yaml:"registered_at" json:"registered_at"`
-	UpdatedAt          time.Time `yaml:"updated_at" json:"updated_at"`
+	UpdatedAt    time.Time `yaml:"updated_at" json:"updated_at"`
 }
 
 // Registered reports whether the agent is currently registered.
