@@ -178,7 +178,7 @@ func Open(opts Options) (*Store, error) {
 
 // Close saves what the record cache learned and releases the repository.
 func (s *Store) Close() error {
-	if s.cache != nil && s.cache.Dirty() {
+	if s.cache != nil && s.cache.WorthSaving() {
 		_ = s.git.WriteCache(recordCacheName, s.cache.Encode()) // a cache: best effort
 	}
 	return s.git.Close()

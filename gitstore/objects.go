@@ -332,13 +332,21 @@ func dedupe(s []string) []string {
 	return out
 }
 
+// zlibWriters recycles compressors: each allocates about a megabyte.
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return zw
+}}
+
 // writeCompressed writes the loose-object encoding of an object to w.
 func writeCompressed(w io.Writer, t plumbing.ObjectType, data []byte) error {
-	zw, err := zlib.NewWriterLevel(w, zlib.BestSpeed)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(zw, "%s %d\x00", t, len(data)); err != nil {
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(w)
+	var hdr [32]byte
+	h := append(append(append(hdr[:0], t.String()...), ' '), strconv.Itoa(len(data))...)
+	h = append(h, 0)
+	if _, err := zw.Write(h); err != nil {
 		return err
 	}
 	if _, err := zw.Write(data); err != nil {

@@ -23,7 +23,7 @@ type HashedFiles interface {
 type RecordCache struct {
 	todos, leases map[string]any
 	seen          map[string]bool
-	dirty         bool
+	learned       int // records decoded since load
 	load          func() []byte
 }
 
@@ -79,11 +79,16 @@ func (c *RecordCache) put(m map[string]any, hash string, rec any) {
 	c.init()
 	m[hash] = rec
 	c.seen[hash] = true
-	c.dirty = true
+	c.learned++
 }
 
-// Dirty reports whether the cache learned records since it was loaded.
-func (c *RecordCache) Dirty() bool { return c.dirty }
+// WorthSaving reports whether the cache learned enough since it was loaded
+// to be worth rewriting: a few misses cost less to decode again than the
+// whole cache costs to rewrite (a mutation adds one or two records to a
+// cache of thousands).
+func (c *RecordCache) WorthSaving() bool {
+	return c.learned > 0 && c.learned*64 >= len(c.todos)+len(c.leases)
+}
 
 // Encode returns the cache's persisted form, keeping only the records seen
 // since it was loaded (so it tracks the live store and stays bounded).

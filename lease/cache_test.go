@@ -1,0 +1,92 @@
+package lease
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// hashedFiles is a MemFiles that can enumerate content hashes, like a
+// gitstore snapshot; reads counts blob reads.
+type hashedFiles struct {
+	MemFiles
+	reads int
+}
+
+func (h *hashedFiles) WalkHashes(dir string, fn func(p, hash string) error) error {
+	return h.MemFiles.Walk(dir, func(p string, data []byte) error { return fn(p, "h:"+string(data)) })
+}
+
+func (h *hashedFiles) ReadHash(hash string) ([]byte, error) {
+	h.reads++
+	return []byte(strings.TrimPrefix(hash, "h:")), nil
+}
+
+func TestRecordCacheReusesDecodedRecords(t *testing.T) {
+	files := &hashedFiles{MemFiles: MemFiles{}}
+	v := NewView(files, "r1", tlT0)
+	for i := 0; i < 10; i++ {
+		v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_n%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
+	}
+	files.Apply(v.Changes())
+
+	c := NewRecordCache(nil)
+	first := NewView(files, "r1", tlT0)
+	first.UseCache(c)
+	todos, err := first.Todos("g")
+	if err != nil || len(todos) != 10 || files.reads != 10 {
+		t.Fatalf("first scan: %d todos, %d reads, %v", len(todos), files.reads, err)
+	}
+	// A caller may modify what it gets without touching the cache.
+	todos[0].Notes = append(todos[0].Notes, Note{Text: "mine"})
+	todos[0].Text = "changed"
+
+	// A second view (another revision) reads only what changed.
+	w := NewView(files, "r2", tlT0)
+	w.PutTodo("g", &Todo{ID: "todo_n003", Text: "edited", Status: TodoOpen, Priority: "P1"})
+	files.Apply(w.Changes())
+	files.reads = 0
+	second := NewView(files, "r2", tlT0)
+	second.UseCache(c)
+	again, err := second.Todos("g")
+	if err != nil || len(again) != 10 || files.reads != 1 {
+		t.Fatalf("second scan: %d todos, %d reads (want 1), %v", len(again), files.reads, err)
+	}
+	for _, td := range again {
+		if td.ID == "todo_n000" && (td.Text != "x" || len(td.Notes) != 0) {
+			t.Fatalf("cache was modified through a returned record: %+v", td)
+		}
+		if td.ID == "todo_n003" && td.Text != "edited" {
+			t.Fatalf("stale record from the cache: %+v", td)
+		}
+	}
+
+	// The persisted form round-trips and keeps only records seen.
+	restored := NewRecordCache(func() []byte { return c.Encode() })
+	files.reads = 0
+	third := NewView(files, "r2", tlT0)
+	third.UseCache(restored)
+	if _, err := third.Todos("g"); err != nil || files.reads != 0 {
+		t.Fatalf("restored cache: %d reads, %v", files.reads, err)
+	}
+	if restored.WorthSaving() {
+		t.Fatalf("a cache that learned nothing is not worth saving")
+	}
+	// Garbage persisted bytes are an empty cache, never an error.
+	broken := NewRecordCache(func() []byte { return []byte("not gob") })
+	fourth := NewView(files, "r2", tlT0)
+	fourth.UseCache(broken)
+	if got, err := fourth.Todos("g"); err != nil || len(got) != 10 {
+		t.Fatalf("broken cache: %v", err)
+	}
+}
+
+func TestRecordCacheStillValidates(t *testing.T) {
+	files := &hashedFiles{MemFiles: MemFiles{TodoPath("g", "todo_bad"): []byte("todo_id: todo_bad\nnope: 1\n")}}
+	v := NewView(files, "r", tlT0)
+	v.UseCache(NewRecordCache(nil))
+	_, err := v.Todos("g")
+	if e, ok := AsError(err); !ok || e.Code != CodeCorruptRecord || e.Details["path"] != TodoPath("g", "todo_bad") {
+		t.Fatalf("want corrupt_record naming the path, got %v", err)
+	}
+}
