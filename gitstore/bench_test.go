@@ -7,26 +7,43 @@ import (
 	"time"
 )
 
-// benchStore returns a store whose tree holds files files: "items/NNNNN.yaml"
-// in one directory (the worst case for tree rewriting) plus a few others.
-func benchStore(b *testing.B, files int) *Store {
+// itemPath is the path of item i: "items/NNNNN.yaml", all in one directory
+// (the worst case: every commit rewrites a tree listing every item), or
+// sharded "items/XX/NNNNN.yaml" over 256 directories.
+func itemPath(i int, sharded bool) string {
+	if sharded {
+		return fmt.Sprintf("items/%02x/%05d.yaml", i%256, i)
+	}
+	return fmt.Sprintf("items/%05d.yaml", i)
+}
+
+// benchStore returns a store whose tree holds files items.
+func benchStore(b *testing.B, files int, sharded bool) *Store {
 	b.Helper()
 	dir := newRepo(b)
 	s := openT(b, dir, Options{})
 	changes := make([]Change, 0, files)
 	for i := 0; i < files; i++ {
-		changes = append(changes, put(fmt.Sprintf("items/%05d.yaml", i), fmt.Sprintf("id: %d\ntitle: item number %d\nstate: open\n", i, i)))
+		changes = append(changes, put(itemPath(i, sharded), fmt.Sprintf("id: %d\ntitle: item number %d\nstate: open\n", i, i)))
 	}
 	commitT(b, s, changes...)
 	return s
 }
 
 // BenchmarkCommit measures one Commit changing one file (fsyncs included),
-// with the fence held.
+// with the fence held, in a tree of 100 or 10,000 files.
 func BenchmarkCommit(b *testing.B) {
-	for _, files := range []int{100, 10000} {
-		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
-			s := benchStore(b, files)
+	for _, c := range []struct {
+		files   int
+		sharded bool
+	}{{100, false}, {10000, false}, {10000, true}} {
+		name := fmt.Sprintf("files=%d", c.files)
+		if c.sharded {
+			name += "-sharded"
+		}
+		b.Run(name, func(b *testing.B) {
+			files := c.files
+			s := benchStore(b, files, c.sharded)
 			unlock, err := s.Lock(context.Background(), true)
 			if err != nil {
 				b.Fatal(err)
@@ -35,7 +52,7 @@ func BenchmarkCommit(b *testing.B) {
 			head, _ := s.Head()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p := fmt.Sprintf("items/%05d.yaml", i%files)
+				p := itemPath(i%files, c.sharded)
 				head, err = s.Commit(head, []Change{put(p, fmt.Sprintf("id: %d\nstate: done %d\n", i%files, i))},
 					CommitInfo{Message: "update " + p, When: time.Unix(1700000000+int64(i), 0)})
 				if err != nil {
@@ -51,7 +68,7 @@ func BenchmarkCommit(b *testing.B) {
 // Read, Close), on a store of loose objects and on one packed by GC.
 func BenchmarkSnapshotRead(b *testing.B) {
 	for _, packed := range []bool{false, true} {
-		s := benchStore(b, 1000)
+		s := benchStore(b, 1000, false)
 		for i := 0; i < 200; i++ {
 			commitT(b, s, put(fmt.Sprintf("items/%05d.yaml", i), fmt.Sprintf("v%d", i)))
 		}

@@ -26,7 +26,8 @@ import (
 //  1. `git pack-objects --revs --incremental` over `<head> ^<last packed
 //     head>`: the objects of the commits since the last GC that are not in
 //     a pack yet, with deltas between them;
-//  2. `git prune-packed`: remove the loose copies of packed objects;
+//  2. remove the loose copies of the objects just packed (and, when packs
+//     are merged or GC is called explicitly, `git prune-packed`);
 //  3. when gitstore's own packs (those it wrote, listed in the state file)
 //     no longer form a geometric progression (each at least twice the size
 //     of all smaller ones together), the small ones are rewritten into one
@@ -216,6 +217,7 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	prefix := filepath.Join(packDir, "pack")
 
 	// 1. Pack what was committed since the last GC.
+	var newPack Hash
 	head, err := s.Head()
 	if err != nil {
 		return stats, err
@@ -236,7 +238,8 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 			return stats, err
 		}
 		if name := strings.TrimSpace(out); plumbing.IsHash(name) {
-			st.packs = append(st.packs, plumbing.NewHash(name))
+			newPack = plumbing.NewHash(name)
+			st.packs = append(st.packs, newPack)
 		}
 		st.packed = head
 	}
@@ -249,15 +252,33 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 		return stats, err
 	}
 
-	// 2. Drop the loose copies.
-	if _, err := s.runGit(ctx, gitBin, "", "prune-packed", "-q"); err != nil {
-		return stats, err
+	// 2. Drop the loose copies of what was just packed (the pack is
+	// durable: pack-objects fsyncs it, and its directory was synced).
+	// Unlike `git prune-packed`, this touches only those objects and
+	// leaves the objects/xx directories in place: the next commits
+	// would otherwise re-create (and fsync) them one by one.
+	if !newPack.IsZero() {
+		if idx, err := readPackIndex(objDir, newPack); err == nil {
+			for i := 0; i < idx.count(); i++ {
+				os.Remove(s.odb.loosePath(idx.name(i)))
+			}
+			idx.unmap()
+		}
 	}
 
-	// 3. Keep gitstore's packs geometric.
+	// 3. Keep gitstore's packs geometric. When packs are merged, also
+	// run `git prune-packed`, which drops every loose object that is in
+	// some pack (such as objects written again after the user's git gc
+	// packed them).
 	st.packs = existingPacks(objDir, st.packs)
-	if err := s.consolidate(ctx, gitBin, objDir, prefix, &st); err != nil {
+	merged, err := s.consolidate(ctx, gitBin, objDir, prefix, &st)
+	if err != nil {
 		return stats, err
+	}
+	if merged || withStats {
+		if _, err := s.runGit(ctx, gitBin, "", "prune-packed", "-q"); err != nil {
+			return stats, err
+		}
 	}
 	if err := writeGCState(s.commonDir, st); err != nil {
 		return stats, err
@@ -301,8 +322,8 @@ func fileExists(name string) bool {
 }
 
 // consolidate merges the smallest gitstore packs when the pack sizes are
-// no longer a geometric progression of ratio 2.
-func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, st *gcState) error {
+// no longer a geometric progression of ratio 2, and reports whether it did.
+func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, st *gcState) (bool, error) {
 	type packSize struct {
 		name Hash
 		size int64
@@ -327,13 +348,13 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 	}
 	n := geometricSplit(sizes)
 	if n < 2 {
-		return nil
+		return false, nil
 	}
 	var in strings.Builder
 	for _, c := range cands[:n] {
 		idx, err := readPackIndex(objDir, c.name)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for i := 0; i < idx.count(); i++ {
 			in.WriteString(idx.name(i).String())
@@ -343,15 +364,15 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 	}
 	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", "-q", prefix)
 	if err != nil {
-		return err
+		return false, err
 	}
 	name := strings.TrimSpace(out)
 	if !plumbing.IsHash(name) {
-		return fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
+		return false, fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
 	}
 	merged := plumbing.NewHash(name)
 	if err := syncDir(filepath.Dir(prefix)); err != nil {
-		return err
+		return false, err
 	}
 	packs := append([]Hash{}, keep...)
 	for _, c := range cands[n:] {
@@ -361,14 +382,14 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 	// Record the merged pack before deleting the old ones.
 	st.packs = packs
 	if err := writeGCState(s.commonDir, *st); err != nil {
-		return err
+		return false, err
 	}
 	for _, c := range cands[:n] {
 		if c.name != merged {
 			removePack(objDir, c.name)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // geometricSplit returns how many of the smallest packs (sizes ascending)

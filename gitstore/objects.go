@@ -182,7 +182,10 @@ func (db *objectDB) loadPacks() {
 	if err != nil {
 		return
 	}
-	for _, name := range st.packs {
+	// Newest first: recent objects, the ones usually read, are found in
+	// the first index searched.
+	for i := len(st.packs) - 1; i >= 0; i-- {
+		name := st.packs[i]
 		p, err := openPack(db.objDir, name, db.deltaCache)
 		if err != nil {
 			continue // deleted by someone's git gc: the fallback finds the objects

@@ -103,14 +103,16 @@ func (idx *packIndex) offset(i int) int64 {
 	return int64(binary.BigEndian.Uint64(idx.off64[8*j:]))
 }
 
-// packReader reads objects from one pack, mapped in memory.
+// packReader reads objects from one pack, mapped in memory (the .pack is
+// mapped on the first object read from it).
 type packReader struct {
-	name  Hash
-	idx   *packIndex
-	data  []byte // the whole .pack
-	unmap func()
-	zr    io.ReadCloser
-	base  *baseCache
+	objDir string
+	name   Hash
+	idx    *packIndex
+	data   []byte // the whole .pack, once mapped
+	unmap  func()
+	zr     io.ReadCloser
+	base   *baseCache
 }
 
 func openPack(objDir string, name Hash, c *baseCache) (*packReader, error) {
@@ -118,17 +120,24 @@ func openPack(objDir string, name Hash, c *baseCache) (*packReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, unmap, err := mapFile(packPath(objDir, name, ".pack"))
+	return &packReader{objDir: objDir, name: name, idx: idx, base: c}, nil
+}
+
+// mapData maps the .pack file.
+func (p *packReader) mapData() error {
+	if p.data != nil {
+		return nil
+	}
+	data, unmap, err := mapFile(packPath(p.objDir, p.name, ".pack"))
 	if err != nil {
-		idx.unmap()
-		return nil, err
+		return err
 	}
-	if len(data) < 12+20 || string(data[:4]) != "PACK" || !bytes.Equal(data[len(data)-20:], name[:]) {
+	if len(data) < 12+20 || string(data[:4]) != "PACK" || !bytes.Equal(data[len(data)-20:], p.name[:]) {
 		unmap()
-		idx.unmap()
-		return nil, fmt.Errorf("gitstore: pack %s: %w", name, errPackCorrupt)
+		return errPackCorrupt
 	}
-	return &packReader{name: name, idx: idx, data: data, unmap: unmap, base: c}, nil
+	p.data, p.unmap = data, unmap
+	return nil
 }
 
 // readPackIndex maps and decodes the .idx of pack name; the caller must
@@ -166,6 +175,9 @@ func (p *packReader) get(h Hash) (t plumbing.ObjectType, data []byte, ok bool, e
 	off := p.idx.find(h)
 	if off < 0 {
 		return 0, nil, false, nil
+	}
+	if err := p.mapData(); err != nil {
+		return 0, nil, true, fmt.Errorf("gitstore: pack %s: %w", p.name, err)
 	}
 	t, data, err = p.objectAt(off)
 	if err != nil {
@@ -324,7 +336,10 @@ func (p *packReader) inflate(off, size int64) ([]byte, error) {
 
 func (p *packReader) close() error {
 	p.idx.unmap()
-	p.unmap()
+	if p.unmap != nil {
+		p.unmap()
+	}
+	p.data, p.unmap = nil, nil
 	return nil
 }
 

@@ -181,7 +181,7 @@ type refLock struct {
 func (s *Store) lockRef(expected, newHash Hash, twin string) (*refLock, error) {
 	refPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref))
 	lockPath := refPath + ".lock"
-	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
+	if err := mkdirAllSync(filepath.Dir(refPath), s.odb.noSync); err != nil {
 		return nil, fmt.Errorf("gitstore: %w", err)
 	}
 	if err := s.acquireRefLock(twin, lockPath, []byte(newHash.String()+"\n")); err != nil {
@@ -198,6 +198,34 @@ func (s *Store) lockRef(expected, newHash Hash, twin string) (*refLock, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// mkdirAllSync is os.MkdirAll that also fsyncs the parent of every
+// directory it creates, so that a path created for a new ref survives a
+// crash along with the ref.
+func mkdirAllSync(dir string, noSync bool) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if noSync {
+		return nil
+	}
+	for _, d := range created {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // release removes the lock if it was not committed.
