@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
@@ -280,11 +281,11 @@ func mapErr(err error) error {
 	case errors.Is(err, gitstore.ErrNotRepository):
 		return lease.Errorf(lease.CodeStoreNotInitialized, "not inside a Git repository: run `loopx init`")
 	case errors.Is(err, gitstore.ErrNoRemote):
-		return lease.Errorf(lease.CodeInvalidRequest, "%v", err)
+		return lease.Errorf(lease.CodeInvalidRequest, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
 	case errors.Is(err, gitstore.ErrRemoteRejected):
-		return lease.Errorf(lease.CodeRemoteRejected, "%v", err)
+		return lease.Errorf(lease.CodeRemoteRejected, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
 	case errors.Is(err, gitstore.ErrRemoteUnavailable):
-		return lease.Errorf(lease.CodeRemoteUnavailable, "%v: retry with the same arguments", err)
+		return lease.Errorf(lease.CodeRemoteUnavailable, "%s: retry with the same arguments", strings.TrimPrefix(err.Error(), "gitstore: "))
 	case errors.Is(err, gitstore.ErrBusy):
 		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
 	case errors.Is(err, gitstore.ErrConflict):

@@ -15,6 +15,7 @@ package loopx
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,7 +218,7 @@ func (s *Store) transactRemote(ctx context.Context, decide func(sn *gitstore.Sna
 			return head, fmt.Errorf("remote %s: gave up after %d attempts: %w", s.remote.name, attempt, err)
 		}
 		// Jittered exponential backoff: other machines are writing.
-		d := min(4*time.Millisecond<<min(attempt, 7), 400*time.Millisecond)
+		d := min(2*time.Millisecond<<min(attempt, 7), 200*time.Millisecond)
 		select {
 		case <-ctx.Done():
 			return head, fmt.Errorf("remote %s: %w", s.remote.name, gitstore.ErrRemoteUnavailable)
@@ -350,15 +351,7 @@ func (s *Store) readSyncMarker() gitstore.Hash {
 	if err != nil {
 		return gitstore.ZeroHash
 	}
-	str := strings.TrimSpace(string(data))
-	if len(str) != 40 {
-		return gitstore.ZeroHash
-	}
-	var h gitstore.Hash
-	if _, err := fmt.Sscanf(str, "%x", &h); err != nil {
-		return gitstore.ZeroHash
-	}
-	return h
+	return parseHash(strings.TrimSpace(string(data)))
 }
 
 func (s *Store) writeSyncMarker(h gitstore.Hash) error {
@@ -561,4 +554,16 @@ func (s *Store) initRemote(in *InitOptions) (string, error) {
 	s.remote.name = in.Remote
 	s.remote.offline = false
 	return s.publishOrAdopt(context.Background())
+}
+
+// parseHash parses a full hex object name (ZeroHash if it is not one).
+func parseHash(str string) gitstore.Hash {
+	var h gitstore.Hash
+	if len(str) != 2*len(h) {
+		return gitstore.ZeroHash
+	}
+	if _, err := hex.Decode(h[:], []byte(str)); err != nil {
+		return gitstore.ZeroHash
+	}
+	return h
 }

@@ -8,6 +8,7 @@ package loopx_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,8 +102,11 @@ func (d *daemon) start() {
 	cmd := exec.Command(exe, "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", d.port),
 		"--base-path="+d.base, "--export-all", "--enable=receive-pack", "--informative-errors", d.base)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	// Its own process group, so kill takes the connection handlers too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		d.t.Fatalf("git daemon: %v", err)
 	}
@@ -121,7 +126,7 @@ func (d *daemon) kill() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cmd != nil {
-		d.cmd.Process.Kill()
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		d.cmd.Wait()
 		d.cmd = nil
 	}
@@ -288,7 +293,7 @@ func checkLeaseHistory(t testing.TB, bare, goal string, chain []string) {
 func mustHash(t testing.TB, s string) gitstore.Hash {
 	t.Helper()
 	var h gitstore.Hash
-	if _, err := fmt.Sscanf(s, "%x", &h); err != nil || len(s) != 40 {
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil || len(s) != 40 {
 		t.Fatalf("bad hash %q", s)
 	}
 	return h

@@ -113,6 +113,14 @@ func (s *Store) Sync() (*Result, error) {
 	}
 	var last gitstore.Hash
 	for _, c := range pending {
+		if trailerValue(c.msg, TrailerRequest) == "" && trailerValue(c.msg, lease.TrailerProjectionOf) != "" {
+			// An offline board: the replays deliver their own.
+			last = c.hash
+			if err := s.writeSyncMarker(last); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		e := syncEntryOf(c)
 		res, err := online.replayCommit(c)
 		if err != nil {
@@ -168,9 +176,6 @@ func (s *Store) Sync() (*Result, error) {
 func (s *Store) replayCommit(c offlineCommit) (*Result, error) {
 	raw := trailerValue(c.msg, TrailerRequest)
 	if raw == "" {
-		if trailerValue(c.msg, lease.TrailerProjectionOf) != "" {
-			return &Result{Status: lease.StatusNoChange}, nil // a board: the replays render their own
-		}
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s records no request: it cannot be replayed", c.hash)
 	}
 	data, err := base64.StdEncoding.DecodeString(raw)

@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -38,6 +41,10 @@ type objectDB struct {
 	deltaCache  *baseCache
 
 	zr io.ReadCloser // reused zlib reader
+
+	// fallbackReads counts objects read through go-git (packs this reader
+	// cannot open); tests check it stays 0 for packs git writes.
+	fallbackReads int
 
 	// noSync skips every fsync of write and of the ref update. Tests that
 	// measure something other than durability (object growth) set it.
@@ -109,6 +116,7 @@ func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
 			return t, data, err
 		}
 	}
+	db.fallbackReads++
 	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -184,14 +192,40 @@ func (db *objectDB) loadPacks() {
 	}
 	// Newest first: recent objects, the ones usually read, are found in
 	// the first index searched.
+	own := map[Hash]bool{}
 	for i := len(st.packs) - 1; i >= 0; i-- {
 		name := st.packs[i]
+		own[name] = true
 		p, err := openPack(db.objDir, name, db.deltaCache)
 		if err != nil {
 			continue // deleted by someone's git gc: the fallback finds the objects
 		}
 		db.packs = append(db.packs, p)
 	}
+	// Then every other pack (the user's `git gc`, fetches, fast-import):
+	// the same reader serves any non-thin pack with a v2 index, so a
+	// repository packed by git is read as fast as one packed by loopx.
+	// Packs it cannot read are left to the go-git fallback.
+	idxs, _ := filepath.Glob(filepath.Join(db.objDir, "pack", "pack-*.idx"))
+	sort.Slice(idxs, func(i, j int) bool { return modTime(idxs[i]).After(modTime(idxs[j])) })
+	for _, idx := range idxs {
+		hex := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
+		name := plumbing.NewHash(hex)
+		if own[name] || name.String() != hex {
+			continue
+		}
+		if p, err := openPack(db.objDir, name, db.deltaCache); err == nil {
+			db.packs = append(db.packs, p)
+		}
+	}
+}
+
+func modTime(name string) time.Time {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 func packPath(objDir string, name Hash, ext string) string {

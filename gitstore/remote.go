@@ -289,7 +289,7 @@ func (s *Store) Fetch(ctx context.Context, remote string) (Hash, error) {
 	// The tracking ref is advisory (the value that matters is returned);
 	// a concurrent fetch may have moved it meanwhile: then leave it.
 	if head != oldTracking {
-		if err := s.UpdateRef(tracking, oldTracking, head); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrBusy) {
+		if err := s.updateRef(tracking, oldTracking, head, false); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrBusy) {
 			return ZeroHash, err
 		}
 	}
@@ -521,7 +521,7 @@ func (s *Store) setTracking(remote string, h Hash) {
 		if err != nil || cur == h {
 			return
 		}
-		if err := s.UpdateRef(tracking, cur, h); !errors.Is(err, ErrConflict) {
+		if err := s.updateRef(tracking, cur, h, false); !errors.Is(err, ErrConflict) {
 			return
 		}
 	}
@@ -749,6 +749,13 @@ func (s *Store) WriteCommit(parent Hash, changes []Change, info CommitInfo) (Has
 // It fails with ErrConflict if the ref does not hold expected (ZeroHash:
 // absent). It does not take the writer fence.
 func (s *Store) UpdateRef(ref string, expected, new Hash) error {
+	return s.updateRef(ref, expected, new, true)
+}
+
+// updateRef is UpdateRef; durable=false skips the fsyncs, for advisory
+// refs (the tracking ref: after a crash it may show an older value, whose
+// objects are still there).
+func (s *Store) updateRef(ref string, expected, new Hash, durable bool) error {
 	if err := checkRefName(ref); err != nil {
 		return err
 	}
@@ -762,7 +769,9 @@ func (s *Store) UpdateRef(ref string, expected, new Hash) error {
 		return err
 	}
 	defer os.Remove(twin)
-	err = f.Sync()
+	if durable {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -795,6 +804,9 @@ func (s *Store) UpdateRef(ref string, expected, new Hash) error {
 		return fmt.Errorf("gitstore: %w", err)
 	}
 	locked = false
+	if !durable {
+		return nil
+	}
 	return syncDir(filepath.Dir(refPath))
 }
 
