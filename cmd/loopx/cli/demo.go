@@ -32,9 +32,32 @@ var demoSteps = [][]string{
 	{"agent", "register", "--agent-id", "agent-b"},
 	{"todo", "add", "--todo-id", "todo_parser", "--text", "Write the parser", "--priority", "P1", "--required-write-scope", "src/parser/**"},
 	{"todo", "add", "--todo-id", "todo_docs", "--text", "Document the parser", "--depends-on", "todo_parser", "--required-write-scope", "docs/**"},
-	{"todo", "add", "--todo-id", "todo_tests", "--text", "Test the parser", "--required-write-scope", "src/parser/*_test.go"},
+	{"todo", "add", "--todo-id", "todo_tests", "--text", "Test the parser", "--required-write-scope", "tests/parser/**"},
 	{"todo", "list"},
-	{"log", "--limit", "10"},
+	// Two agents find work: each claims the first todo it may take.
+	{"todo", "ready", "--agent-id", "agent-a", "--claim"},
+	{"todo", "ready", "--agent-id", "agent-b", "--claim"},
+	// agent-a starts an execution on its todo, renews it, then hands the
+	// execution and the claim over to agent-b in one commit.
+	{"task-lease", "acquire", "--todo-id", "todo_parser", "--owner", "agent-a", "--idempotency-key", "exec-a1",
+		"--expected-version", "0", "--ttl-seconds", "600", "--write-scope", "src/parser/**"},
+	{"task-lease", "renew", "--todo-id", "todo_parser", "--owner", "agent-a", "--idempotency-key", "exec-a1",
+		"--expected-version", "1", "--ttl-seconds", "600"},
+	{"task-lease", "transfer", "--todo-id", "todo_parser", "--owner", "agent-a", "--idempotency-key", "exec-a1",
+		"--expected-version", "2", "--new-owner", "agent-b", "--new-idempotency-key", "exec-b1", "--ttl-seconds", "600", "--transfer-claim"},
+	{"task-lease", "inspect", "--todo-id", "todo_parser"},
+	// The receiver continues with its proof and completes; the lease is released in the same commit.
+	{"todo", "update", "--todo-id", "todo_parser", "--agent-id", "agent-b", "--note", "Picked up from agent-a",
+		"--task-lease-idempotency-key", "exec-b1", "--task-lease-expected-version", "3"},
+	{"todo", "complete", "--todo-id", "todo_parser", "--agent-id", "agent-b", "--evidence", "parser merged",
+		"--task-lease-idempotency-key", "exec-b1", "--task-lease-expected-version", "3"},
+	// agent-b's own todo: an execution it releases, then completes.
+	{"task-lease", "acquire", "--todo-id", "todo_tests", "--owner", "agent-b", "--idempotency-key", "exec-b2",
+		"--expected-version", "0", "--ttl-seconds", "600", "--write-scope", "tests/parser/**"},
+	{"task-lease", "release", "--todo-id", "todo_tests", "--owner", "agent-b", "--idempotency-key", "exec-b2", "--expected-version", "1"},
+	{"todo", "complete", "--todo-id", "todo_tests", "--agent-id", "agent-b", "--evidence", "12 tests pass"},
+	{"todo", "list"},
+	{"log", "--limit", "30"},
 }
 
 func runDemo(e *env, dir string) error {
@@ -49,6 +72,7 @@ func runDemo(e *env, dir string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "# scratch repository: %s\n", dir)
+	fmt.Fprintf(e.stdout, "# the board: git -C %s show refs/loopx/state:goals/demo/TODO.md\n", dir)
 	for _, step := range demoSteps {
 		fmt.Fprintf(e.stdout, "\n$ loopx %s\n", quoteArgs(step))
 		args := append([]string{"--repo", dir, "--format", "text"}, step...)

@@ -58,8 +58,30 @@ func printText(w io.Writer, res *loopx.Result) {
 	if len(m) == 0 {
 		return
 	}
+	if res.Mutation {
+		// People want what changed, not the whole record: one line for the
+		// todo, one for the lease (the record is in JSON output and on the ref).
+		if t, ok := m["todo"].(map[string]any); ok {
+			fmt.Fprintf(w, "  todo %s: %s, claimed by %s\n", str(t["todo_id"]), str(t["status"]), orDash(str(t["claimed_by"])))
+		}
+		if l, ok := m["lease"].(map[string]any); ok {
+			fmt.Fprintf(w, "  lease: %s by %s (key %s), version %s, epoch %s, expires %s\n", str(l["status"]), str(l["owner"]),
+				str(l["idempotency_key"]), str(l["version"]), str(l["epoch"]), str(l["expires_at"]))
+		}
+		if a, ok := m["agent"].(map[string]any); ok {
+			fmt.Fprintf(w, "  agent %s: %s (%s)\n", str(a["agent_id"]), str(a["status"]), str(a["role"]))
+		}
+		return
+	}
 	out, _ := yaml.Marshal(m)
 	w.Write(out)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func str(v any) string {
