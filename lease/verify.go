@@ -53,42 +53,30 @@ func Verify(v *View) ([]Problem, error) {
 		err := v.files.Walk(dir, func(p string, data []byte) error {
 			rel := strings.TrimPrefix(p, dir+"/")
 			var rec record
+			var want func() string // the path the decoded record belongs at
 			switch {
 			case rel == "goal.yaml" || rel == "TODO.md":
 				return nil
 			case strings.HasPrefix(rel, "agents/"):
 				a := &Agent{}
-				rec = a
-				if err := DecodeAt(p, data, a); err == nil && p != AgentPath(goal, a.ID) {
-					add(Corrupt(p, fmt.Errorf("agent %q stored at the wrong path", a.ID)), p)
-				}
+				rec, want = a, func() string { return AgentPath(goal, a.ID) }
 			case strings.HasPrefix(rel, "todos/"):
 				t := &Todo{}
-				rec = t
-				if err := DecodeAt(p, data, t); err == nil {
-					todos[t.ID] = t
-					if p != TodoPath(goal, t.ID) {
-						add(Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID)), p)
-					}
-				}
+				rec, want = t, func() string { todos[t.ID] = t; return TodoPath(goal, t.ID) }
 			case strings.HasPrefix(rel, "leases/"):
 				l := &Lease{}
-				rec = l
-				if err := DecodeAt(p, data, l); err == nil && p != LeasePath(goal, l.TodoID) {
-					add(Corrupt(p, fmt.Errorf("lease of %q stored at the wrong path", l.TodoID)), p)
-				}
+				rec, want = l, func() string { return LeasePath(goal, l.TodoID) }
 			case strings.HasPrefix(rel, "receipts/"):
 				r := &Receipt{}
-				rec = r
-				if err := DecodeAt(p, data, r); err == nil && p != ReceiptPath(goal, r.ID) {
-					add(Corrupt(p, fmt.Errorf("receipt %q stored at the wrong path", r.ID)), p)
-				}
+				rec, want = r, func() string { return ReceiptPath(goal, r.ID) }
 			default:
 				add(Corrupt(p, fmt.Errorf("unexpected file in goal folder")), p)
 				return nil
 			}
 			if err := DecodeAt(p, data, rec); err != nil {
 				add(err, p)
+			} else if w := want(); w != p {
+				add(Corrupt(p, fmt.Errorf("record stored at the wrong path (belongs at %s)", w)), p)
 			}
 			return nil
 		})
