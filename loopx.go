@@ -265,7 +265,7 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 			return nil, fmt.Errorf("write registry: %w", err)
 		}
 	}
-	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: action}
+	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, res)}
 	return res, nil
 }
 

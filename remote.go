@@ -68,8 +68,7 @@ type remoteShared struct {
 
 // viewState describes the head the last read or mutation decided on.
 type viewState struct {
-	fetchedAt time.Time
-	offline   bool
+	fetchedAt time.Time // when the server's head was seen
 }
 
 func remoteOf(reg *Registry, opts Options) remoteConf {
@@ -172,7 +171,11 @@ func (s *Store) transactRemote(ctx context.Context, decide func(sn *gitstore.Sna
 			return gitstore.ZeroHash, err
 		}
 		if len(pending) > 0 {
-			return gitstore.ZeroHash, errOfflinePending(s.remote.name, len(pending))
+			n := mutations(pending)
+			if n == 0 {
+				n = len(pending) // offline boards only
+			}
+			return gitstore.ZeroHash, errOfflinePending(s.remote.name, n)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
@@ -236,7 +239,6 @@ func errOfflinePending(remote string, n int) error {
 // readHeadRemote fetches the server's head for a read.
 func (s *Store) readHeadRemote(ctx context.Context) (gitstore.Hash, error) {
 	if s.remote.offline {
-		s.remote.sh.setView(viewState{fetchedAt: s.lastFetched(), offline: true})
 		return s.git.Head()
 	}
 	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
@@ -414,6 +416,22 @@ func (s *Store) offlinePending() ([]offlineCommit, gitstore.Hash, error) {
 	return out, head, err
 }
 
+// mutations counts the state commits (not the boards) among offline commits.
+func mutations(cs []offlineCommit) int {
+	n := 0
+	for _, c := range cs {
+		if !isBoard(c.msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// isBoard reports whether a commit message is a board (projection) commit's.
+func isBoard(msg string) bool {
+	return trailerValue(msg, TrailerRequest) == "" && trailerValue(msg, lease.TrailerProjectionOf) != ""
+}
+
 // trailerValue returns the value of the last "key: value" line of msg.
 func trailerValue(msg, key string) string {
 	v := ""
@@ -487,10 +505,14 @@ func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
 	if res == nil || s.remote.name == "" {
 		return res
 	}
-	v := s.remote.sh.getView()
-	ri := &RemoteInfo{Name: s.remote.name, Offline: s.remote.offline, FetchedAt: v.fetchedAt, CheckedAt: checkedAt}
+	ri := &RemoteInfo{Name: s.remote.name, Offline: s.remote.offline, CheckedAt: checkedAt}
+	if s.remote.offline {
+		ri.FetchedAt = s.lastFetched()
+	} else {
+		ri.FetchedAt = s.remote.sh.getView().fetchedAt
+	}
 	if pending, _, err := s.offlinePending(); err == nil {
-		ri.Pending = len(pending)
+		ri.Pending = mutations(pending)
 	}
 	res.Remote = ri
 	return res
@@ -520,7 +542,7 @@ func (s *Store) publishOrAdopt(ctx context.Context) (action string, err error) {
 		}
 		switch {
 		case remoteHead.IsZero() && local.IsZero():
-			return "published", nil // init's own commit publishes it
+			return actionInitCommit, nil // init's own commit publishes it (see remoteAction)
 		case remoteHead.IsZero():
 			err := s.git.Push(ctx, s.remote.name, gitstore.ZeroHash, local)
 			if errors.Is(err, gitstore.ErrConflict) {
@@ -566,4 +588,20 @@ func parseHash(str string) gitstore.Hash {
 		return gitstore.ZeroHash
 	}
 	return h
+}
+
+// actionInitCommit: neither side had a state ref; init's commit decides.
+const actionInitCommit = "init-commit"
+
+// remoteAction is the remote_action init reports: when neither side had a
+// state ref, init's own commit published it, unless another machine
+// published first (init then found it: adopted).
+func remoteAction(action string, res *Result) string {
+	if action != actionInitCommit {
+		return action
+	}
+	if res.Status == lease.StatusApplied {
+		return "published"
+	}
+	return "adopted"
 }

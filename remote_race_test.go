@@ -7,11 +7,8 @@ package loopx_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http/cgi"
@@ -191,10 +188,14 @@ func retryTransient(t testing.TB, dir string, args ...string) result {
 		if r.code != 3 {
 			return r
 		}
+		transientRetries.Add(1)
 		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
 	}
 	return r
 }
+
+// transientRetries counts the exit-3 results retryTransient retried.
+var transientRetries atomic.Int64
 
 // serverChain returns the server's first-parent chain, oldest first, and
 // checks that its history is linear.
@@ -419,6 +420,7 @@ func remoteRace(t *testing.T, kind string) {
 	for _, k := range keys {
 		t.Logf("%-40s %d", k, counts[k])
 	}
+	t.Logf("%-40s %d", "transient (exit 3) retries", transientRetries.Swap(0))
 	for _, e := range errs {
 		t.Error(e)
 	}
@@ -487,6 +489,19 @@ func TestRemoteServerKilled(t *testing.T) {
 	if r.out["status"] != "replayed" {
 		t.Fatalf("again: %s", r.raw)
 	}
+
+	// Offline work survives a sync that cannot reach the server.
+	must(t, dir, "--offline", "todo", "add", "--goal-id", "g", "--todo-id", "todo_offline", "--text", "y")
+	d.kill()
+	if r := loopx(t, dir, nil, "sync"); r.code != 3 || r.errCode() != "remote_unavailable" {
+		t.Fatalf("sync with the server down: exit %d %s", r.code, r.raw)
+	}
+	d.start()
+	r = must(t, dir, "sync")
+	if r.out["applied"] != 1.0 || r.out["pending"] != 0.0 {
+		t.Fatalf("sync after restart: %s", r.raw)
+	}
+	must(t, dir, "todo", "show", "--goal-id", "g", "--todo-id", "todo_offline")
 }
 
 // TestRemoteHookRejects: a pre-receive hook that refuses is remote_rejected
@@ -523,40 +538,67 @@ func TestRemoteHookRejects(t *testing.T) {
 // cutProxy forwards TCP connections to a git daemon. Armed, it cuts the
 // next receive-pack connection right after the client sent its pack, when
 // the server starts answering (the update is then done on the server, and
-// the client never hears of it), and then refuses connections until
-// restored.
+// the client never hears of it), and closes its port until restored (the
+// client cannot ask the server either).
 type cutProxy struct {
-	l       net.Listener
+	t       testing.TB
+	addr    string
 	target  string
+	mu      sync.Mutex
+	l       net.Listener
 	armed   atomic.Bool
-	refuse  atomic.Bool
 	cutDone chan struct{}
 }
 
 func newCutProxy(t testing.TB, target string) *cutProxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	p := &cutProxy{t: t, addr: "127.0.0.1:0", target: target, cutDone: make(chan struct{}, 1)}
+	p.restore()
+	p.addr = p.l.Addr().String()
+	t.Cleanup(p.close)
+	return p
+}
+
+// restore (re)opens the proxy's port.
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var l net.Listener
+	var err error
+	for i := 0; i < 100; i++ {
+		if l, err = net.Listen("tcp", p.addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	p := &cutProxy{l: l, target: target, cutDone: make(chan struct{}, 1)}
-	t.Cleanup(func() { l.Close() })
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.l = l
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			if p.refuse.Load() {
-				c.Close()
-				continue
-			}
 			go p.serve(c)
 		}
 	}()
-	return p
 }
 
-func (p *cutProxy) port() int { return p.l.Addr().(*net.TCPAddr).Port }
+func (p *cutProxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+}
+
+func (p *cutProxy) port() int {
+	_, port, _ := net.SplitHostPort(p.addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
 
 func (p *cutProxy) serve(c net.Conn) {
 	defer c.Close()
@@ -601,7 +643,7 @@ func (p *cutProxy) serve(c net.Conn) {
 				if p.armed.Load() && packSent.Load() {
 					// The server answers the update: it is applied. Lose it.
 					p.armed.Store(false)
-					p.refuse.Store(true)
+					p.close()
 					c.Close()
 					s.Close()
 					p.cutDone <- struct{}{}
@@ -651,7 +693,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	if !strings.Contains(applied, "task-lease acquire g/todo_lost") {
 		t.Fatalf("the acquire did not land on the server: %q", applied)
 	}
-	proxy.refuse.Store(false)
+	proxy.restore()
 	r = must(t, dir, args...)
 	if r.out["status"] != "replayed" || r.out["idempotent"] != true {
 		t.Fatalf("retry: %s", r.raw)
@@ -742,6 +784,41 @@ func TestRemoteURLs(t *testing.T) {
 	}
 }
 
-var _ = errors.New
-var _ = io.EOF
-var _ = context.Background
+// TestRemoteInitPublishAdopt: init --remote publishes a local history to a
+// remote that lacks the state ref, and a machine with a history of its own
+// adopts the remote's, keeping its own under refs/loopx/backup/.
+func TestRemoteInitPublishAdopt(t *testing.T) {
+	srv := fileServer(t)
+	bare := bareRepo(t, srv.base, "state")
+	a := newStore(t, "from-a", "agent-a") // used locally first
+	localA := git(t, a, "rev-parse", "refs/loopx/state")
+	git(t, a, "remote", "add", "origin", srv.url("state"))
+	r := must(t, a, "init", "--remote", "origin")
+	if r.out["remote_action"] != "published" || r.out["status"] != "no_change" {
+		t.Fatalf("publish: %s", r.raw)
+	}
+	if got := git(t, bare, "rev-parse", "refs/loopx/state"); got != localA {
+		t.Fatalf("server holds %s, a had %s", got, localA)
+	}
+
+	b := newStore(t, "from-b")
+	localB := git(t, b, "rev-parse", "refs/loopx/state")
+	git(t, b, "remote", "add", "origin", srv.url("state"))
+	r = must(t, b, "init", "--remote", "origin")
+	if r.out["remote_action"] != "adopted" {
+		t.Fatalf("adopt: %s", r.raw)
+	}
+	if got := git(t, b, "rev-parse", "refs/loopx/state"); got != localA {
+		t.Fatalf("b's ref is %s, the server's %s", got, localA)
+	}
+	if got := git(t, b, "rev-parse", "refs/loopx/backup/origin/loopx/state/"+localB); got != localB {
+		t.Fatalf("backup of b's history: %s", got)
+	}
+	r = must(t, b, "goal", "list")
+	if !strings.Contains(r.raw, `"goal_id":"from-a"`) || strings.Contains(r.raw, `"goal_id":"from-b"`) {
+		t.Fatalf("b sees: %s", r.raw)
+	}
+	if r := must(t, b, "init", "--remote", "origin"); r.out["remote_action"] != "up_to_date" {
+		t.Fatalf("again: %s", r.raw)
+	}
+}

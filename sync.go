@@ -113,7 +113,7 @@ func (s *Store) Sync() (*Result, error) {
 	}
 	var last gitstore.Hash
 	for _, c := range pending {
-		if trailerValue(c.msg, TrailerRequest) == "" && trailerValue(c.msg, lease.TrailerProjectionOf) != "" {
+		if isBoard(c.msg) {
 			// An offline board: the replays deliver their own.
 			last = c.hash
 			if err := s.writeSyncMarker(last); err != nil {
@@ -131,7 +131,7 @@ func (s *Store) Sync() (*Result, error) {
 					_ = s.writeSyncMarker(last)
 				}
 				if !ok {
-					le = lease.Errorf(lease.CodeRemoteUnavailable, "%v", err)
+					return nil, err
 				}
 				out := *le
 				out.Details = map[string]any{}
@@ -166,7 +166,7 @@ func (s *Store) Sync() (*Result, error) {
 		return nil, mapErr(err)
 	}
 	if rest, _, err := s.offlinePending(); err == nil {
-		d.Pending = len(rest)
+		d.Pending = mutations(rest)
 	}
 	res := &Result{Operation: "sync", CurrentRevision: revString(head), Data: d}
 	return online.annotate(res, time.Time{}), nil

@@ -15,7 +15,7 @@ func remoteFlags(e *env, pf *pflag.FlagSet) {
 	pf.StringVar(&e.remote, "remote", os.Getenv("LOOPX_REMOTE"),
 		"remote whose state ref is the authority (default: the registry's remote; $LOOPX_REMOTE)")
 	pf.BoolVar(&e.offline, "offline", os.Getenv("LOOPX_OFFLINE") == "1",
-		"work on the local ref alone, without contacting the remote ($LOOPX_OFFLINE=1); `loopx sync` publishes the work")
+		"work on the local ref alone, without contacting the remote ($LOOPX_OFFLINE=1); loopx sync publishes the work later")
 }
 
 func syncCmd(e *env) *cobra.Command {
