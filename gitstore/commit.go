@@ -78,63 +78,10 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 		return ZeroHash, errClosed
 	}
 
-	var baseTree Hash
-	if !expected.IsZero() {
-		c, err := s.readCommit(expected)
-		if err != nil {
-			return ZeroHash, err
-		}
-		baseTree = c.tree
-	}
-
-	b := &treeBuilder{s: s}
-	root, err := b.open(baseTree)
+	out, commitHash, err := s.buildCommit(expected, changes, info)
 	if err != nil {
 		return ZeroHash, err
 	}
-	for _, c := range changes {
-		comps := splitPath(c.Path)
-		if c.Delete {
-			err = b.remove(root, comps)
-		} else {
-			h := hashObject(plumbing.BlobObject, c.Data)
-			b.out = append(b.out, newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
-			err = b.put(root, c.Path, comps, h)
-		}
-		if err != nil {
-			return ZeroHash, err
-		}
-	}
-	treeHash, empty, err := b.finish(root)
-	if err != nil {
-		return ZeroHash, err
-	}
-	if empty {
-		b.out = append(b.out, newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
-	}
-
-	when := info.When
-	if when.IsZero() {
-		when = time.Now()
-	}
-	author := formatIdent(info.AuthorName, info.AuthorEmail, "loopx", "loopx@localhost", when)
-	committer := author
-	if info.CommitterName != "" || info.CommitterEmail != "" {
-		committer = formatIdent(info.CommitterName, info.CommitterEmail, "loopx", "loopx@localhost", when)
-	}
-	msg := info.Message
-	if msg != "" && !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
-	var cb bytes.Buffer
-	fmt.Fprintf(&cb, "tree %s\n", treeHash)
-	if !expected.IsZero() {
-		fmt.Fprintf(&cb, "parent %s\n", expected)
-	}
-	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
-	commitData := cb.Bytes()
-	commitHash := hashObject(plumbing.CommitObject, commitData)
-	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
 
 	// The ref lock will be a hard link to a twin file holding the new
 	// value (see refs.go); the twin is fsynced together with the objects.
@@ -143,7 +90,7 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 		return ZeroHash, err
 	}
 	defer os.Remove(twin) // runs after lk.release: a lock always has its twin
-	err = s.odb.write(b.out, twinFile)
+	err = s.odb.write(out, twinFile)
 	if cerr := twinFile.Close(); err == nil {
 		err = cerr
 	}
@@ -162,6 +109,7 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 		return ZeroHash, err
 	}
 	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
+	_, committer := idents(info)
 	s.appendReflog(expected, commitHash, committer, "loopx: "+subject)
 	s.noteCommit()
 	return commitHash, nil
@@ -347,4 +295,74 @@ func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Propos
 		case <-time.After(d):
 		}
 	}
+}
+
+// buildCommit computes, without writing anything, the objects of a commit
+// whose parent is parent (none if ZeroHash) and whose tree is parent's tree
+// with changes applied: the new blobs, the trees on changed paths, and the
+// commit itself (last). Callers hold s.mu and have validated the paths.
+func (s *Store) buildCommit(parent Hash, changes []Change, info CommitInfo) ([]newObject, Hash, error) {
+	var baseTree Hash
+	if !parent.IsZero() {
+		c, err := s.readCommit(parent)
+		if err != nil {
+			return nil, ZeroHash, err
+		}
+		baseTree = c.tree
+	}
+	b := &treeBuilder{s: s}
+	root, err := b.open(baseTree)
+	if err != nil {
+		return nil, ZeroHash, err
+	}
+	for _, c := range changes {
+		comps := splitPath(c.Path)
+		if c.Delete {
+			err = b.remove(root, comps)
+		} else {
+			h := hashObject(plumbing.BlobObject, c.Data)
+			b.out = append(b.out, newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
+			err = b.put(root, c.Path, comps, h)
+		}
+		if err != nil {
+			return nil, ZeroHash, err
+		}
+	}
+	treeHash, empty, err := b.finish(root)
+	if err != nil {
+		return nil, ZeroHash, err
+	}
+	if empty {
+		b.out = append(b.out, newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
+	}
+	author, committer := idents(info)
+	msg := info.Message
+	if msg != "" && !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	var cb bytes.Buffer
+	fmt.Fprintf(&cb, "tree %s\n", treeHash)
+	if !parent.IsZero() {
+		fmt.Fprintf(&cb, "parent %s\n", parent)
+	}
+	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
+	commitData := cb.Bytes()
+	commitHash := hashObject(plumbing.CommitObject, commitData)
+	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
+	return b.out, commitHash, nil
+}
+
+// idents returns the author and committer lines of a commit: empty names and
+// emails default to loopx, the committer to the author, a zero time to now.
+func idents(info CommitInfo) (author, committer string) {
+	when := info.When
+	if when.IsZero() {
+		when = time.Now()
+	}
+	author = formatIdent(info.AuthorName, info.AuthorEmail, "loopx", "loopx@localhost", when)
+	committer = author
+	if info.CommitterName != "" || info.CommitterEmail != "" {
+		committer = formatIdent(info.CommitterName, info.CommitterEmail, "loopx", "loopx@localhost", when)
+	}
+	return author, committer
 }

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -682,62 +681,11 @@ func (s *Store) WriteCommit(parent Hash, changes []Change, info CommitInfo) (Has
 	if s.closed {
 		return ZeroHash, errClosed
 	}
-	var baseTree Hash
-	if !parent.IsZero() {
-		c, err := s.readCommit(parent)
-		if err != nil {
-			return ZeroHash, err
-		}
-		baseTree = c.tree
-	}
-	b := &treeBuilder{s: s}
-	root, err := b.open(baseTree)
+	out, commitHash, err := s.buildCommit(parent, changes, info)
 	if err != nil {
 		return ZeroHash, err
 	}
-	for _, c := range changes {
-		comps := splitPath(c.Path)
-		if c.Delete {
-			err = b.remove(root, comps)
-		} else {
-			h := hashObject(plumbing.BlobObject, c.Data)
-			b.out = append(b.out, newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
-			err = b.put(root, c.Path, comps, h)
-		}
-		if err != nil {
-			return ZeroHash, err
-		}
-	}
-	treeHash, empty, err := b.finish(root)
-	if err != nil {
-		return ZeroHash, err
-	}
-	if empty {
-		b.out = append(b.out, newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
-	}
-	when := info.When
-	if when.IsZero() {
-		when = time.Now()
-	}
-	author := formatIdent(info.AuthorName, info.AuthorEmail, "loopx", "loopx@localhost", when)
-	committer := author
-	if info.CommitterName != "" || info.CommitterEmail != "" {
-		committer = formatIdent(info.CommitterName, info.CommitterEmail, "loopx", "loopx@localhost", when)
-	}
-	msg := info.Message
-	if msg != "" && !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
-	var cb bytes.Buffer
-	fmt.Fprintf(&cb, "tree %s\n", treeHash)
-	if !parent.IsZero() {
-		fmt.Fprintf(&cb, "parent %s\n", parent)
-	}
-	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
-	commitData := cb.Bytes()
-	commitHash := hashObject(plumbing.CommitObject, commitData)
-	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
-	if err := s.odb.write(b.out); err != nil {
+	if err := s.odb.write(out); err != nil {
 		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
 	}
 	s.noteCommit()
