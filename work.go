@@ -124,15 +124,7 @@ func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result, error) {
 // Claim claims a todo (optionally acquiring its lease in the same commit).
 func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
 	return s.op(opTodoClaim, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := lease.CheckTodoID(req.Todo); err != nil {
-			return nil, err
-		}
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, req.ClaimedBy); err != nil {
+		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, req.ClaimedBy); err != nil {
 			return nil, err
 		}
 		return lease.Claim(v, req, now)
@@ -142,15 +134,7 @@ func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
 // Update updates a todo.
 func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
 	return s.op(opTodoUpdate, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := lease.CheckTodoID(req.Todo); err != nil {
-			return nil, err
-		}
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, req.ClaimedBy); err != nil {
+		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, req.ClaimedBy); err != nil {
 			return nil, err
 		}
 		return withReason(lease.Update(v, req, now))(req.AuthorityReason)
@@ -160,15 +144,7 @@ func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
 // Complete completes a todo, releasing its verified lease in the same commit.
 func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
 	return s.op(opTodoComplete, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := lease.CheckTodoID(req.Todo); err != nil {
-			return nil, err
-		}
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, ""); err != nil {
+		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, ""); err != nil {
 			return nil, err
 		}
 		return withReason(lease.Complete(v, req, now))(req.AuthorityReason)
@@ -178,19 +154,27 @@ func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
 // Supersede closes a todo as superseded.
 func (s *Store) Supersede(req lease.SupersedeRequest) (*Result, error) {
 	return s.op(opTodoSupersede, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := lease.CheckTodoID(req.Todo); err != nil {
-			return nil, err
-		}
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, ""); err != nil {
+		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, ""); err != nil {
 			return nil, err
 		}
 		return withReason(lease.Supersede(v, req, now))(req.AuthorityReason)
 	})
+}
+
+// todoTarget resolves a todo mutation's target and actor on the head it is
+// decided on: the todo id is checked first (so a missing --todo-id is
+// invalid_todo_id), then the goal and the acting agent get their defaults.
+func (s *Store) todoTarget(v *lease.View, todo string, goal, actor *string, claimedBy string) error {
+	if err := lease.CheckTodoID(todo); err != nil {
+		return err
+	}
+	g, err := s.goalOf(v, *goal)
+	if err != nil {
+		return err
+	}
+	*goal = g
+	*actor, err = lease.ResolveActor(v, g, *actor, claimedBy)
+	return err
 }
 
 // leaseGoal resolves goal and owner of a lease command.
