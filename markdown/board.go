@@ -263,11 +263,11 @@ func (r *renderer) header(w *writer) {
 	}
 	w.blank()
 	w.line(fmt.Sprintf("Goal %s · handoff mode %s · status %s · %s",
-		code(g.ID), code(g.HandoffMode), code(g.Status), plural(len(r.todos), "todo")))
+		code(g.ID), code(g.HandoffMode), code(g.Status), count(len(r.todos), MaxSectionTodos, "todo")))
 	w.blank()
 	counts := make([]string, 0, len(sectionOrder))
 	for _, name := range sectionOrder {
-		counts = append(counts, fmt.Sprintf("%s %d", strings.ToLower(name), len(r.sections[name])))
+		counts = append(counts, strings.ToLower(name)+" "+capped(len(r.sections[name]), MaxSectionTodos))
 	}
 	w.line(strings.Join(counts, " · "))
 	w.blank()
@@ -281,7 +281,7 @@ func (r *renderer) header(w *writer) {
 func (r *renderer) section(w *writer, name string) {
 	todos := r.sections[name]
 	w.blank()
-	w.line(fmt.Sprintf("## %s (%d)", name, len(todos)))
+	w.line(fmt.Sprintf("## %s (%s)", name, capped(len(todos), MaxSectionTodos)))
 	w.blank()
 	if len(todos) == 0 {
 		w.line("_none_")
@@ -299,7 +299,7 @@ func (r *renderer) section(w *writer, name string) {
 		if r.goal != nil && lease.ValidGoalID(r.goal.ID) {
 			list += " --goal-id " + r.goal.ID
 		}
-		w.line(fmt.Sprintf("- _… and %d more (the first %d by priority are shown; all are listed by `%s`)_", more, MaxSectionTodos, list))
+		w.line(fmt.Sprintf("- _… and more: the first %d by priority are shown; all are listed by `%s`_", MaxSectionTodos, list))
 	}
 }
 
@@ -623,6 +623,24 @@ func mermaidName(s string) string {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// capped shows a count up to limit exactly and beyond it as "limit+": a
+// board of a big goal then keeps its bytes when work is added past what it
+// shows, and needs no new commit (the exact numbers are a `todo list` away).
+func capped(n, limit int) string {
+	if n > limit {
+		return fmt.Sprintf("%d+", limit)
+	}
+	return fmt.Sprint(n)
+}
+
+// count is plural with a capped number.
+func count(n, limit int, word string) string {
+	if n > limit {
+		return fmt.Sprintf("%d+ %ss", limit, word)
+	}
+	return plural(n, word)
+}
 
 func plural(n int, word string) string {
 	if n == 1 {
