@@ -32,6 +32,11 @@ func TestGrowthPerMutation(t *testing.T) {
 		t.Skip("set LOOPX_GROWTH=N to measure")
 	}
 	dir := newStore(t, "g", "agent-a")
+	if keep := os.Getenv("LOOPX_GROWTH_KEEP"); keep != "" {
+		dir = keep // keep the repository for inspection
+		must(t, dir, "init")
+		must(t, dir, "goal", "create", "--goal-id", "g")
+	}
 	s, err := lx.Open(lx.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
