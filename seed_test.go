@@ -30,7 +30,8 @@ func seedTodos(t testing.TB, dir string, n, nLeases int) {
 				td.RequiredWriteScopes = []string{fmt.Sprintf("seed/%d/**", i)}
 				l := &lease.Lease{TodoID: id, Owner: "seed-agent", IdempotencyKey: "seed-" + id, Version: 1, Epoch: 1,
 					Status: lease.LeaseActive, WriteScopes: td.RequiredWriteScopes, AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour),
-					Holders: []lease.Holder{{Epoch: 1, Owner: "seed-agent", IdempotencyKey: "seed-" + id, StartedAt: now}}}
+					OwnerRegistration: 1, // seed-agent's first registration (newStore registers it once)
+					Holders:           []lease.Holder{{Epoch: 1, Owner: "seed-agent", IdempotencyKey: "seed-" + id, StartedAt: now}}}
 				p.Changes = append(p.Changes, gitstore.Change{Path: lease.LeasePath("g", id), Data: lease.Encode(l)})
 			}
 			p.Changes = append(p.Changes, gitstore.Change{Path: lease.TodoPath("g", id), Data: lease.Encode(td)})

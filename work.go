@@ -177,33 +177,33 @@ func (s *Store) todoTarget(v *lease.View, todo string, goal, actor *string, clai
 	return err
 }
 
-// leaseGoal resolves goal and owner of a lease command.
-func (s *Store) leaseGoal(v *lease.View, goal, todo string, owner *string) (string, error) {
+// leaseTarget resolves a lease command's goal and owner on the head it is
+// decided on (the todo id first, so a missing --todo-id is invalid_todo_id).
+func (s *Store) leaseTarget(v *lease.View, todo string, goal, owner *string) error {
 	if err := lease.CheckTodoID(todo); err != nil {
-		return "", err
+		return err
 	}
-	g, err := s.goalOf(v, goal)
+	g, err := s.goalOf(v, *goal)
 	if err != nil {
-		return "", err
+		return err
 	}
+	*goal = g
 	if *owner == "" {
 		a, err := lease.ResolveActor(v, g, "", "")
 		if err != nil {
-			return "", lease.Errorf(lease.CodeInvalidAgentID, "owner is required (--owner)")
+			return lease.Errorf(lease.CodeInvalidAgentID, "owner is required (--owner)")
 		}
 		*owner = a
 	}
-	return g, nil
+	return nil
 }
 
 // Acquire acquires (or takes over) a todo's task lease.
 func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
 	return s.op(opLeaseAcquire, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
-		if err != nil {
+		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
 			return nil, err
 		}
-		req.Goal = g
 		return lease.Acquire(v, req, now)
 	})
 }
@@ -211,11 +211,9 @@ func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
 // Renew renews the current execution's lease.
 func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
 	return s.op(opLeaseRenew, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
-		if err != nil {
+		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
 			return nil, err
 		}
-		req.Goal = g
 		return lease.Renew(v, req, now)
 	})
 }
@@ -223,11 +221,9 @@ func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
 // Transfer hands the lease (and with TransferClaim the claim) to another agent.
 func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
 	return s.op(opLeaseTransfer, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
-		if err != nil {
+		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
 			return nil, err
 		}
-		req.Goal = g
 		return lease.Transfer(v, req, now)
 	})
 }
@@ -235,11 +231,9 @@ func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
 // Release releases the current execution's lease.
 func (s *Store) Release(req lease.ReleaseRequest) (*Result, error) {
 	return s.op(opLeaseRelease, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.leaseGoal(v, req.Goal, req.Todo, &req.Owner)
-		if err != nil {
+		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
 			return nil, err
 		}
-		req.Goal = g
 		return lease.Release(v, req, now)
 	})
 }

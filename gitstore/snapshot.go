@@ -119,61 +119,11 @@ func (sn *Snapshot) List(dir string) ([]Entry, error) {
 //
 // fn runs without the Store's lock held, so it may use the Store.
 func (sn *Snapshot) Walk(dir string, fn func(path string, data []byte) error) error {
-	if err := validateDir(dir); err != nil {
-		return err
-	}
-	if sn.tree.IsZero() {
-		return nil
-	}
-	s := sn.s
-	s.mu.Lock()
-	e, found, err := s.lookup(sn.tree, splitPath(dir))
-	s.mu.Unlock()
-	if err != nil || !found || !e.isDir() {
-		return err
-	}
-	return sn.walkTree(dir, e.hash, fn)
-}
-
-func (sn *Snapshot) walkTree(prefix string, h Hash, fn func(path string, data []byte) error) error {
-	s := sn.s
-	s.mu.Lock()
-	var t *tree
-	err := errClosed
-	if !s.closed {
-		t, err = s.loadTree(h)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	// Git order is sorted full-path order: a directory sorts as name+"/".
-	for i := range t.entries {
-		e := t.entries[i]
-		p := e.name
-		if prefix != "" {
-			p = prefix + "/" + e.name
+	return sn.WalkHashes(dir, func(p string, blob Hash) error {
+		data, err := sn.ReadBlob(blob)
+		if err != nil {
+			return err
 		}
-		switch {
-		case e.isDir():
-			if err := sn.walkTree(p, e.hash, fn); err != nil {
-				return err
-			}
-		case e.isBlob():
-			s.mu.Lock()
-			var data []byte
-			err := errClosed
-			if !s.closed {
-				data, err = s.readBlob(e.hash)
-			}
-			s.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			if err := fn(p, data); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return fn(p, data)
+	})
 }
