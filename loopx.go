@@ -76,7 +76,7 @@ type Store struct {
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.
-const recordCacheName = "records.gob"
+const recordCacheName = "loopx-cache/records.gob"
 
 func (o *Options) now() time.Time {
 	if o.Now != nil {
@@ -160,7 +160,7 @@ func Open(opts Options) (*Store, error) {
 		if s.git != nil {
 			g := s.git
 			s.cache = lease.NewRecordCache(func() []byte {
-				data, _ := g.ReadCache(recordCacheName)
+				data, _ := g.ReadSideFile(recordCacheName)
 				return data
 			})
 		}
@@ -180,7 +180,7 @@ func Open(opts Options) (*Store, error) {
 // Close saves what the record cache learned and releases the repository.
 func (s *Store) Close() error {
 	if s.cache != nil && s.cache.WorthSaving() {
-		_ = s.git.WriteCache(recordCacheName, s.cache.Encode()) // a cache: best effort
+		_ = s.git.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
 	}
 	return s.git.Close()
 }

@@ -15,13 +15,10 @@ package loopx
 import (
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -304,10 +301,10 @@ func (s *Store) backup(h gitstore.Hash) error {
 	return s.git.UpdateRef(ref, gitstore.ZeroHash, h)
 }
 
-// remoteStateFile records when the server's head was last seen.
+// remoteStateFile names a side file of this remote's bookkeeping.
 func (s *Store) remoteStateFile(suffix string) string {
 	key := strings.TrimPrefix(s.git.TrackingRef(s.remote.name), "refs/loopx/remotes/")
-	return filepath.Join(s.git.CommonDir(), "loopx-remote", filepath.FromSlash(key)+suffix)
+	return "loopx-remote/" + key + suffix
 }
 
 type fetchRecord struct {
@@ -321,22 +318,13 @@ func (s *Store) noteFetched(head gitstore.Hash) {
 	now := s.opts.now().UTC()
 	s.remote.sh.setView(viewState{fetchedAt: now})
 	data, _ := json.Marshal(fetchRecord{Head: revString(head), FetchedAt: now})
-	name := s.remoteStateFile(".json")
-	if err := os.MkdirAll(filepath.Dir(name), 0o777); err != nil {
-		return
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
-	if os.WriteFile(tmp, data, 0o666) == nil {
-		if os.Rename(tmp, name) != nil {
-			os.Remove(tmp)
-		}
-	}
+	_ = s.git.WriteSideFile(s.remoteStateFile(".json"), data, false) // advisory: the age of an offline view
 }
 
 // lastFetched is when the server's head was last seen (zero: never).
 func (s *Store) lastFetched() time.Time {
-	data, err := os.ReadFile(s.remoteStateFile(".json"))
-	if err != nil {
+	data, err := s.git.ReadSideFile(s.remoteStateFile(".json"))
+	if err != nil || data == nil {
 		return time.Time{}
 	}
 	var r fetchRecord
@@ -349,43 +337,19 @@ func (s *Store) lastFetched() time.Time {
 // Sync progress: the last offline commit sync has dealt with (applied,
 // replayed or reported refused). Offline commits up to it are not pending.
 func (s *Store) readSyncMarker() gitstore.Hash {
-	data, err := os.ReadFile(s.remoteStateFile(".synced"))
+	data, err := s.git.ReadSideFile(s.remoteStateFile(".synced"))
 	if err != nil {
 		return gitstore.ZeroHash
 	}
-	return parseHash(strings.TrimSpace(string(data)))
+	return gitstore.ParseHash(strings.TrimSpace(string(data)))
 }
 
 func (s *Store) writeSyncMarker(h gitstore.Hash) error {
-	name := s.remoteStateFile(".synced")
-	if err := os.MkdirAll(filepath.Dir(name), 0o777); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
-	if err := writeFileSync(tmp, []byte(h.String()+"\n")); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, name)
+	return s.git.WriteSideFile(s.remoteStateFile(".synced"), []byte(h.String()+"\n"), true)
 }
 
 func (s *Store) clearSyncMarker() {
-	os.Remove(s.remoteStateFile(".synced"))
-}
-
-func writeFileSync(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	_ = s.git.RemoveSideFile(s.remoteStateFile(".synced"))
 }
 
 // offlineCommit is a commit made with --offline.
@@ -576,18 +540,6 @@ func (s *Store) initRemote(in *InitOptions) (string, error) {
 	s.remote.name = in.Remote
 	s.remote.offline = false
 	return s.publishOrAdopt(context.Background())
-}
-
-// parseHash parses a full hex object name (ZeroHash if it is not one).
-func parseHash(str string) gitstore.Hash {
-	var h gitstore.Hash
-	if len(str) != 2*len(h) {
-		return gitstore.ZeroHash
-	}
-	if _, err := hex.Decode(h[:], []byte(str)); err != nil {
-		return gitstore.ZeroHash
-	}
-	return h
 }
 
 // actionInitCommit: neither side had a state ref; init's commit decides.

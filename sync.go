@@ -5,10 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -93,13 +90,13 @@ func (s *Store) Sync() (*Result, error) {
 	if s.remote.name == "" {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "this store has no remote: use --remote NAME, or `loopx init --remote NAME`")
 	}
-	fl := flock.New(filepath.Join(s.git.CommonDir(), "loopx-sync.lock"), flock.SetPermissions(0o666))
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	if ok, err := fl.TryLockContext(ctx, 20*time.Millisecond); err != nil || !ok {
+	unlock, err := s.git.LockNamed(ctx, "loopx-sync.lock")
+	if err != nil {
 		return nil, lease.Errorf(lease.CodeStoreBusy, "another sync is running: retry with the same arguments")
 	}
-	defer fl.Unlock()
+	defer unlock()
 
 	online := *s
 	online.remote.offline = false

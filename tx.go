@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
@@ -24,7 +22,7 @@ func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
 	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
 }
 func (f files) ReadHash(hash string) ([]byte, error) {
-	return f.sn.ReadBlob(plumbing.NewHash(hash))
+	return f.sn.ReadBlob(gitstore.ParseHash(hash))
 }
 func (f files) List(dir string) ([]string, error) {
 	entries, err := f.sn.List(dir)

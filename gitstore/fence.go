@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,4 +86,21 @@ func (s *Store) holdsExclusive() bool {
 	s.fenceMu.Lock()
 	defer s.fenceMu.Unlock()
 	return s.exclusiveHeld > 0
+}
+
+// LockNamed takes an exclusive flock on <commondir>/name (a side lock such
+// as "loopx-sync.lock", separate from the writer fence), polling until ctx
+// is done; then it fails with an error wrapping ErrBusy.
+func (s *Store) LockNamed(ctx context.Context, name string) (unlock func(), err error) {
+	if filepath.Base(name) != name || !strings.HasPrefix(name, "loopx-") || name == fenceFile {
+		return nil, fmt.Errorf("%w: lock name %q", ErrInvalidPath, name)
+	}
+	fl := flock.New(filepath.Join(s.commonDir, name), flock.SetPermissions(0o666))
+	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
+	if err != nil || !ok {
+		fl.Close()
+		return nil, fmt.Errorf("gitstore: %s: %w", fl.Path(), ErrBusy)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { fl.Close() }) }, nil
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // WalkHashes is Walk without reading content: fn gets each file's path and
@@ -70,54 +73,83 @@ func (sn *Snapshot) ReadBlob(h Hash) ([]byte, error) {
 	return s.readBlob(h)
 }
 
-// cacheDir holds derived data kept beside the store: never authoritative,
-// safe to delete at any time.
-func (s *Store) cacheDir() string { return filepath.Join(s.commonDir, "loopx-cache") }
-
-func checkCacheName(name string) error {
-	if name == "" || filepath.Base(name) != name || name[0] == '.' {
-		return fmt.Errorf("%w: cache name %q", ErrInvalidPath, name)
+// Side files are small files loopx keeps beside the store in the common git
+// dir (shared by linked worktrees), never on the ref: derived caches and
+// remote bookkeeping. name is a relative slash path whose first component
+// starts with "loopx-", e.g. "loopx-cache/records.gob".
+func (s *Store) sideFile(name string) (string, error) {
+	if err := validatePath(name); err != nil || !strings.HasPrefix(name, "loopx-") {
+		return "", fmt.Errorf("%w: side file %q", ErrInvalidPath, name)
 	}
-	return nil
+	return filepath.Join(s.commonDir, filepath.FromSlash(name)), nil
 }
 
-// ReadCache returns the cache file name, or nil when there is none.
-func (s *Store) ReadCache(name string) ([]byte, error) {
-	if err := checkCacheName(name); err != nil {
+// ReadSideFile returns the side file name, or nil when there is none.
+func (s *Store) ReadSideFile(name string) ([]byte, error) {
+	p, err := s.sideFile(name)
+	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(s.cacheDir(), name))
+	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	return data, err
 }
 
-// WriteCache replaces the cache file name atomically (no fsync: a cache lost
-// in a crash is rebuilt).
-func (s *Store) WriteCache(name string, data []byte) error {
-	if err := checkCacheName(name); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.cacheDir(), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(s.cacheDir(), "."+name+".*")
+// WriteSideFile replaces the side file name atomically (a reader sees the
+// old or the new bytes). durable also fsyncs the file and its folder before
+// the rename returns; without it a crash may lose the write (fine for a
+// cache, which is rebuilt).
+func (s *Store) WriteSideFile(name string, data []byte, durable bool) error {
+	p, err := s.sideFile(name)
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil && durable {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+	if durable {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// RemoveSideFile removes the side file name (absent is fine).
+func (s *Store) RemoveSideFile(name string) error {
+	p, err := s.sideFile(name)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(s.cacheDir(), name)); err != nil {
-		os.Remove(tmp.Name())
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// ParseHash parses a full hex object name; ZeroHash if it is not one.
+func ParseHash(str string) Hash {
+	if !plumbing.IsHash(str) {
+		return ZeroHash
+	}
+	return plumbing.NewHash(str)
 }

@@ -50,26 +50,8 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	if g.Status != GoalActive {
 		return nil, Errorf(CodeGoalArchived, "goal %s is archived", g.ID)
 	}
-	t, err := RequireTodo(v, req.Goal, req.Todo)
+	t, l, err := currentExecution(v, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected, now)
 	if err != nil {
-		return nil, err
-	}
-	l, err := v.Lease(req.Goal, req.Todo)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireLiveLease(l, req.Todo, now); err != nil {
-		return nil, err
-	}
-	if err := CheckProof(l, req.Owner, req.IdempotencyKey, expected, v.Revision); err != nil {
-		return nil, err
-	}
-	if err := requireWorkableTodo(t); err != nil {
-		return nil, err
-	}
-	if owner, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
-		return nil, err
-	} else if err := requireGrantStands(owner, l); err != nil {
 		return nil, err
 	}
 	if err := executionEligibility(t, req.Owner, true, now); err != nil {
@@ -106,12 +88,35 @@ func checkProofRequest(goal, todo, owner, key string) error {
 	return CheckIdempotencyKey("idempotency key", key)
 }
 
-// requireGrantStands refuses to continue an execution whose owner registered
-// again after it was granted: re-registration never revives old executions
-// (see LeaseEffective).
-func requireGrantStands(owner *Agent, l *Lease) error {
-	if owner.Registration != l.OwnerRegistration {
-		return Errorf(CodeLeaseNotActive, "%s registered again after this execution was granted: acquire a new execution", owner.ID)
+// currentExecution is the admission every operation that continues an
+// execution shares (renew, transfer): the todo exists, its lease is active
+// and unexpired, the proof is exact, the todo is open, and the owner is still
+// registered under the registration the execution was granted under (a new
+// registration never revives an old execution, see LeaseEffective).
+func currentExecution(v *View, goal, todo, owner, key string, expected int64, now time.Time) (*Todo, *Lease, error) {
+	t, err := RequireTodo(v, goal, todo)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	l, err := v.Lease(goal, todo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := requireLiveLease(l, todo, now); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckProof(l, owner, key, expected, v.Revision); err != nil {
+		return nil, nil, err
+	}
+	if err := requireWorkableTodo(t); err != nil {
+		return nil, nil, err
+	}
+	a, err := RequireAgent(v, goal, "owner", owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.Registration != l.OwnerRegistration {
+		return nil, nil, Errorf(CodeLeaseNotActive, "%s registered again after this execution was granted: acquire a new execution", owner)
+	}
+	return t, l, nil
 }

@@ -83,26 +83,8 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 		return nil, Errorf(CodeInvalidRequest, "--transfer-claim needs a hard_lease goal; goal %s is %s: transfer the lease alone and hand the claim over with todo update", g.ID, g.HandoffMode).
 			With("handoff_mode", g.HandoffMode)
 	}
-	t, err := RequireTodo(v, req.Goal, req.Todo)
+	t, l, err := currentExecution(v, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected, now)
 	if err != nil {
-		return nil, err
-	}
-	l, err := v.Lease(req.Goal, req.Todo)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireLiveLease(l, req.Todo, now); err != nil {
-		return nil, err
-	}
-	if err := CheckProof(l, req.Owner, req.IdempotencyKey, expected, v.Revision); err != nil {
-		return nil, err
-	}
-	if err := requireWorkableTodo(t); err != nil {
-		return nil, err
-	}
-	if owner, err := RequireAgent(v, req.Goal, "owner", req.Owner); err != nil {
-		return nil, err
-	} else if err := requireGrantStands(owner, l); err != nil {
 		return nil, err
 	}
 	receiver, err := RequireAgent(v, req.Goal, "new owner", req.NewOwner)
