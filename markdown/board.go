@@ -19,7 +19,6 @@ package markdown
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,64 +91,69 @@ var sectionOrder = []string{secReady, secInProgress, secBlocked, secDone, secSup
 // and its notes in record order. Then comes the lease timeline: a Mermaid gantt chart of every lease
 // holder (epoch) per todo, omitted when no todo has a lease holder.
 func Render(b Board) []byte {
-	r := newRenderer(b)
-	var w writer
-	r.header(&w)
-	for _, name := range sectionOrder {
-		r.section(&w, name)
-	}
-	r.timeline(&w)
-	return w.bytes()
+	out, _ := RenderModel(b)
+	return out
 }
 
-// renderer holds the sorted, indexed snapshot.
-type renderer struct {
-	goal     *lease.Goal
-	todos    []*lease.Todo          // sorted by priority, then id
-	byID     map[string]*lease.Todo // lookups only, never iterated
-	leaseOf  map[string]*lease.Lease
-	leaseIDs []string // todo ids with a lease record, sorted
-	sections map[string][]*lease.Todo
-}
-
-func newRenderer(b Board) *renderer {
-	r := &renderer{
-		goal:     b.Goal,
-		byID:     map[string]*lease.Todo{},
-		leaseOf:  map[string]*lease.Lease{},
-		sections: map[string][]*lease.Todo{},
-	}
+// RenderModel renders the board of b and returns the model it was drawn
+// from, holding the text of what it shows: keep the model up to date with
+// the records (PutTodo, PutLease, ...) and its Render gives the same bytes
+// as Render of the records.
+//
+// Should b hold two todos with one id (or two leases of one todo), which a
+// store never does, the board shows one of them, chosen by a total order so
+// that the input order never matters.
+func RenderModel(b Board) ([]byte, *Model) {
+	recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
 	for _, t := range b.Todos {
-		if t != nil {
-			r.todos = append(r.todos, t)
+		if t == nil {
+			continue
 		}
-	}
-	slices.SortStableFunc(r.todos, compareTodos)
-	for _, t := range r.todos {
-		if _, dup := r.byID[t.ID]; !dup {
-			r.byID[t.ID] = t
+		if cur, ok := recs.todos[t.ID]; !ok || compareTodos(t, cur) < 0 {
+			recs.todos[t.ID] = t
 		}
 	}
 	for _, l := range b.Leases {
 		if l == nil {
 			continue
 		}
-		// One lease record per todo is the rule; should two ever arrive, keep
-		// the newest by a total order so the input order never matters.
-		if cur, ok := r.leaseOf[l.TodoID]; !ok || compareLeases(l, cur) > 0 {
-			if !ok {
-				r.leaseIDs = append(r.leaseIDs, l.TodoID)
-			}
-			r.leaseOf[l.TodoID] = l
+		if cur, ok := recs.leases[l.TodoID]; !ok || compareLeases(l, cur) > 0 {
+			recs.leases[l.TodoID] = l
 		}
 	}
-	slices.Sort(r.leaseIDs)
-	for _, t := range r.todos {
-		name := r.classify(t)
-		r.sections[name] = append(r.sections[name], t)
+	m := NewModel()
+	m.SetGoal(b.Goal)
+	for _, l := range b.Leases {
+		if l != nil && recs.leases[l.TodoID] == l {
+			m.leases = append(m.leases, newLeaseEntry(l))
+		}
 	}
-	return r
+	slices.SortFunc(m.leases, func(a, b *leaseEntry) int { return strings.Compare(a.todoID, b.todoID) })
+	for _, t := range b.Todos {
+		if t != nil && recs.todos[t.ID] == t {
+			e := newTodoEntry(t)
+			if l := m.lease(t.ID); l != nil {
+				e.leased = l.active
+			}
+			m.order = append(m.order, e)
+		}
+	}
+	slices.SortFunc(m.order, orderCmp)
+	out, err := m.Render(recs)
+	if err != nil {
+		panic(err) // cannot happen: recs holds every record the model has
+	}
+	return out, m
 }
+
+// memRecords serves Render's records from memory.
+type memRecords struct {
+	todos  map[string]*lease.Todo
+	leases map[string]*lease.Lease
+}
+
+func (r memRecords) Todo(id string) (*lease.Todo, error)   { return r.todos[id], nil }
+func (r memRecords) Lease(id string) (*lease.Lease, error) { return r.leases[id], nil }
 
 func priorityRank(p string) int {
 	if i := slices.Index(lease.Priorities, p); i >= 0 {
@@ -203,11 +207,6 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-func (r *renderer) activeLease(t *lease.Todo) bool {
-	l := r.leaseOf[t.ID]
-	return l != nil && l.Status == lease.LeaseActive
-}
-
 // depState is a dependency and its recorded status ("missing" when the goal
 // has no such todo).
 type depState struct {
@@ -215,46 +214,11 @@ type depState struct {
 	done       bool
 }
 
-func (r *renderer) deps(t *lease.Todo) []depState {
-	var out []depState
-	for _, id := range t.DependsOn {
-		d := depState{id: id, status: "missing"}
-		if dt := r.byID[id]; dt != nil {
-			d.status = dt.Status
-			d.done = dt.Status == lease.TodoDone
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-func (r *renderer) classify(t *lease.Todo) string {
-	switch {
-	case t.Status == lease.TodoDone:
-		return secDone
-	case t.Status == lease.TodoSuperseded:
-		return secSuperseded
-	case t.Archived:
-		return secArchived
-	case t.ClaimedBy != "" || r.activeLease(t):
-		return secInProgress
-	}
-	for _, d := range r.deps(t) {
-		if !d.done {
-			return secBlocked
-		}
-	}
-	return secReady
-}
-
-func (r *renderer) header(w *writer) {
-	g := r.goal
-	if g == nil {
-		g = &lease.Goal{}
-	}
-	title := g.Title
+func (m *Model) header(w *writer, counts map[string]int) {
+	g := m.goal
+	title := g.title
 	if strings.TrimSpace(title) == "" {
-		title = g.ID
+		title = g.id
 	}
 	if strings.TrimSpace(title) == "" {
 		w.line("# Goal board")
@@ -263,50 +227,52 @@ func (r *renderer) header(w *writer) {
 	}
 	w.blank()
 	w.line(fmt.Sprintf("Goal %s · handoff mode %s · status %s · %s",
-		code(g.ID), code(g.HandoffMode), code(g.Status), count(len(r.todos), MaxSectionTodos, "todo")))
+		code(g.id), code(g.handoffMode), code(g.status), count(len(m.order), MaxSectionTodos, "todo")))
 	w.blank()
-	counts := make([]string, 0, len(sectionOrder))
+	parts := make([]string, 0, len(sectionOrder))
 	for _, name := range sectionOrder {
-		counts = append(counts, strings.ToLower(name)+" "+capped(len(r.sections[name]), MaxSectionTodos))
+		parts = append(parts, strings.ToLower(name)+" "+capped(counts[name], MaxSectionTodos))
 	}
-	w.line(strings.Join(counts, " · "))
+	w.line(strings.Join(parts, " · "))
 	w.blank()
 	regen := "loopx todo project-markdown"
-	if lease.ValidGoalID(g.ID) {
-		regen += " --goal-id " + g.ID
+	if lease.ValidGoalID(g.id) {
+		regen += " --goal-id " + g.id
 	}
 	w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
 }
 
-func (r *renderer) section(w *writer, name string) {
-	todos := r.sections[name]
+// section writes one section: its count, the first MaxSectionTodos of its
+// todos (shown, in board order) and a line for the rest.
+func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs Records) error {
 	w.blank()
-	w.line(fmt.Sprintf("## %s (%s)", name, capped(len(todos), MaxSectionTodos)))
+	w.line(fmt.Sprintf("## %s (%s)", name, capped(n, MaxSectionTodos)))
 	w.blank()
-	if len(todos) == 0 {
+	if n == 0 {
 		w.line("_none_")
-		return
+		return nil
 	}
-	shown := todos
-	if len(shown) > MaxSectionTodos {
-		shown = shown[:MaxSectionTodos]
+	for _, e := range shown {
+		t, err := m.todoText(e, recs)
+		if err != nil {
+			return err
+		}
+		w.raw(t)
 	}
-	for _, t := range shown {
-		r.todo(w, t)
-	}
-	if more := len(todos) - len(shown); more > 0 {
+	if n > len(shown) {
 		list := "loopx todo list"
-		if r.goal != nil && lease.ValidGoalID(r.goal.ID) {
-			list += " --goal-id " + r.goal.ID
+		if m.goal.present && lease.ValidGoalID(m.goal.id) {
+			list += " --goal-id " + m.goal.id
 		}
 		w.line(fmt.Sprintf("- _… and more: the first %d by priority are shown; all are listed by `%s`_", MaxSectionTodos, list))
 	}
+	return nil
 }
 
 // todo writes one todo as a bullet with indented detail bullets: how it
 // closed (closed todos), its claim, lease, dependencies, scopes, binding,
 // exclusions, then its notes.
-func (r *renderer) todo(w *writer, t *lease.Todo) {
+func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 	head := fmt.Sprintf("- %s · %s · %s", code(t.ID), priority(t.Priority), text(t.Text))
 	if t.Archived {
 		head += " _(archived, " + text(t.Status) + ")_"
@@ -346,10 +312,10 @@ func (r *renderer) todo(w *writer, t *lease.Todo) {
 		}
 		detail(s)
 	}
-	if l := r.leaseOf[t.ID]; l != nil {
-		detail(r.leaseLine(l))
+	if l != nil {
+		detail(leaseLine(l))
 	}
-	if ds := r.deps(t); len(ds) > 0 {
+	if len(ds) > 0 {
 		label := "depends on"
 		if t.Status == lease.TodoOpen && slices.ContainsFunc(ds, func(d depState) bool { return !d.done }) {
 			label = "blocked by"
@@ -375,7 +341,7 @@ func (r *renderer) todo(w *writer, t *lease.Todo) {
 	if t.Status != lease.TodoSuperseded && t.Reason != "" {
 		detail("reason: " + text(t.Reason))
 	}
-	facts := r.currentFacts(t)
+	facts := currentFacts(t, l)
 	for _, n := range t.Notes {
 		s := "note by " + code(n.Author)
 		if !n.At.IsZero() {
@@ -402,9 +368,9 @@ func priority(p string) string {
 // alone: without a clock the board cannot see a claim or lease expire, so
 // it judges staleness as of the last commit. `loopx todo show` gives the
 // live judgement.
-func (r *renderer) currentFacts(t *lease.Todo) lease.NoteFacts {
+func currentFacts(t *lease.Todo, l *lease.Lease) lease.NoteFacts {
 	f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
-	if l := r.leaseOf[t.ID]; l != nil && l.Status == lease.LeaseActive {
+	if l != nil && l.Status == lease.LeaseActive {
 		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
 	}
 	return f
@@ -412,7 +378,7 @@ func (r *renderer) currentFacts(t *lease.Todo) lease.NoteFacts {
 
 // leaseLine shows the lease holder and epoch, never the version or expiry
 // (both change on every renewal).
-func (r *renderer) leaseLine(l *lease.Lease) string {
+func leaseLine(l *lease.Lease) string {
 	s := fmt.Sprintf("lease: %s, epoch %d, ", code(l.Owner), l.Epoch)
 	switch l.Status {
 	case lease.LeaseActive:
@@ -460,46 +426,32 @@ type bar struct {
 	activeLength bool // drawn with ActiveDisplayDuration instead of end
 }
 
-func (r *renderer) timeline(w *writer) {
-	type todoBars struct {
-		id      string
-		omitted int
-		bars    []bar
-	}
-	var all []todoBars
-	for _, id := range r.leaseIDs {
-		l := r.leaseOf[id]
-		if len(l.Holders) == 0 {
-			continue
+func (m *Model) timeline(w *writer, recs Records) error {
+	var all []*leaseEntry
+	for _, e := range m.leases {
+		if e.holders {
+			all = append(all, e)
 		}
-		bars := holderBars(l)
-		tb := todoBars{id: id}
-		if n := len(bars); n > MaxChartHolders {
-			tb.omitted = n - MaxChartHolders
-			bars = bars[n-MaxChartHolders:]
-		}
-		tb.bars = bars
-		all = append(all, tb)
 	}
+	byID := func(a, b *leaseEntry) int { return strings.Compare(a.todoID, b.todoID) }
 	omittedTodos := 0
 	if len(all) > MaxChartTodos {
-		latest := func(tb todoBars) time.Time { return tb.bars[len(tb.bars)-1].start }
-		slices.SortStableFunc(all, func(a, b todoBars) int {
-			if c := latest(b).Compare(latest(a)); c != 0 {
+		slices.SortFunc(all, func(a, b *leaseEntry) int {
+			if c := b.latest.Compare(a.latest); c != 0 {
 				return c
 			}
-			return strings.Compare(a.id, b.id)
+			return byID(a, b)
 		})
 		omittedTodos = len(all) - MaxChartTodos
 		all = all[:MaxChartTodos]
-		slices.SortFunc(all, func(a, b todoBars) int { return strings.Compare(a.id, b.id) })
 	}
+	slices.SortFunc(all, byID)
 	w.blank()
 	w.line("## " + secTimeline)
 	w.blank()
 	if len(all) == 0 {
 		w.line("_none_")
-		return
+		return nil
 	}
 	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the board does not show it. At most the last %d epochs of a todo are drawn.",
 		durationWords(ActiveDisplayDuration), MaxChartHolders))
@@ -514,20 +466,34 @@ func (r *renderer) timeline(w *writer) {
 	w.line("    dateFormat YYYY-MM-DD HH:mm:ss")
 	w.line("    axisFormat %m-%d %H:%M")
 	w.line("    todayMarker off")
-	for _, tb := range all {
-		w.line("    section " + mermaidName(tb.id))
-		if tb.omitted > 0 {
-			w.line(fmt.Sprintf("    %%%% %d earlier epochs omitted", tb.omitted))
+	for _, e := range all {
+		c, err := m.chartOf(e, recs)
+		if err != nil {
+			return err
 		}
-		for _, b := range tb.bars {
-			end := mermaidTime(b.end)
-			if b.activeLength {
-				end = mermaidDuration(ActiveDisplayDuration)
-			}
-			w.line(fmt.Sprintf("    %s :%s, %s, %s", b.name, b.tags, mermaidTime(b.start), end))
-		}
+		w.raw(c)
 	}
 	w.line("```")
+	return nil
+}
+
+// chartText is the timeline section of one todo's lease: its last
+// MaxChartHolders bars.
+func chartText(todoID string, bars []bar) string {
+	var w writer
+	w.line("    section " + mermaidName(todoID))
+	if n := len(bars); n > MaxChartHolders {
+		w.line(fmt.Sprintf("    %%%% %d earlier epochs omitted", n-MaxChartHolders))
+		bars = bars[n-MaxChartHolders:]
+	}
+	for _, b := range bars {
+		end := mermaidTime(b.end)
+		if b.activeLength {
+			end = mermaidDuration(ActiveDisplayDuration)
+		}
+		w.line(fmt.Sprintf("    %s :%s, %s, %s", b.name, b.tags, mermaidTime(b.start), end))
+	}
+	return string(w.bytes())
 }
 
 // holderBars turns a lease's holders into bars, oldest epoch first. A holder
@@ -649,16 +615,34 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-// plainRe is the alphabet shown verbatim in a code span: ids, priorities,
-// statuses and ordinary scope globs. A code span cannot hold escapes, so
-// anything outside it (a backtick, '<', a space, ...) is shown as escaped
-// text instead.
-var plainRe = regexp.MustCompile(`^[A-Za-z0-9_.:@/*?{},!+=\[\]-]{1,256}$`)
+// plain reports whether s is in the alphabet shown verbatim in a code span:
+// ids, priorities, statuses and ordinary scope globs. A code span cannot
+// hold escapes, so anything outside it (a backtick, '<', a space, ...) is
+// shown as escaped text instead. It is the pattern plainPattern, written
+// out by hand: a compiled bounded repetition costs every process start-up
+// about a millisecond.
+const plainPattern = `^[A-Za-z0-9_.:@/*?{},!+=\[\]-]{1,256}$`
+
+func plain(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("_.:@/*?{},!+=[]-", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // code shows an identifier-like value: in a code span when it is plainly
 // safe, else as escaped text.
 func code(s string) string {
-	if plainRe.MatchString(s) {
+	if plain(s) {
 		return "`" + s + "`"
 	}
 	if s == "" {
@@ -763,21 +747,31 @@ func escape(s string) string {
 
 // writer collects lines; bytes() drops trailing spaces and ends the
 // document with exactly one newline.
-type writer struct{ lines []string }
+type writer struct {
+	buf       bytes.Buffer
+	lastEmpty bool // the last line written is empty (or nothing is written)
+	started   bool
+}
 
-func (w *writer) line(s string) { w.lines = append(w.lines, s) }
+func (w *writer) line(s string) {
+	w.buf.WriteString(strings.TrimRight(s, " \t"))
+	w.buf.WriteByte('\n')
+	w.started, w.lastEmpty = true, s == ""
+}
+
+// raw writes lines another writer made (each ending with a newline, none
+// empty).
+func (w *writer) raw(s string) {
+	w.buf.WriteString(s)
+	w.started, w.lastEmpty = true, false
+}
 
 func (w *writer) blank() {
-	if n := len(w.lines); n > 0 && w.lines[n-1] != "" {
-		w.lines = append(w.lines, "")
+	if w.started && !w.lastEmpty {
+		w.line("")
 	}
 }
 
 func (w *writer) bytes() []byte {
-	var buf bytes.Buffer
-	for _, l := range w.lines {
-		buf.WriteString(strings.TrimRight(l, " \t"))
-		buf.WriteByte('\n')
-	}
-	return append(bytes.TrimRight(buf.Bytes(), "\n"), '\n')
+	return append(bytes.TrimRight(w.buf.Bytes(), "\n"), '\n')
 }

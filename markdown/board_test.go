@@ -541,16 +541,19 @@ func TestNilGoalAndNilEntries(t *testing.T) {
 func TestNoteStalenessMatchesLease(t *testing.T) {
 	for _, mk := range []func() Board{mixedBoard, timelineBoard} {
 		b := mk()
-		r := newRenderer(b)
+		leaseOf := map[string]*lease.Lease{}
+		for _, l := range b.Leases {
+			leaseOf[l.TodoID] = l
+		}
 		for _, td := range b.Todos {
-			l := r.leaseOf[td.ID]
+			l := leaseOf[td.ID]
 			// Notes with every plausible fact set, stale or not.
-			notes := []lease.Note{{}, {Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy}}, {Facts: r.currentFacts(td)}}
+			notes := []lease.Note{{}, {Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy}}, {Facts: currentFacts(td, l)}}
 			if l != nil {
 				notes = append(notes, lease.Note{Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy, LeaseOwner: l.Owner, LeaseEpoch: l.Epoch}})
 			}
 			for _, n := range notes {
-				if got, want := n.Facts != r.currentFacts(td), lease.NoteStale(td, l, n, at(0)); got != want {
+				if got, want := n.Facts != currentFacts(td, l), lease.NoteStale(td, l, n, at(0)); got != want {
 					t.Errorf("%s note %+v: board stale=%v, lease stale=%v", td.ID, n.Facts, got, want)
 				}
 			}
@@ -594,4 +597,44 @@ func TestLargeGoalIsBounded(t *testing.T) {
 	if strings.Contains(out, "section todo_l0000\n") || !strings.Contains(out, fmt.Sprintf("section todo_l%04d", MaxChartTodos+9)) {
 		t.Fatalf("the chart should keep the most recently started executions")
 	}
+}
+
+// plain must accept exactly plainPattern's language.
+func TestPlainMatchesPattern(t *testing.T) {
+	re := regexp.MustCompile(plainPattern)
+	var cases []string
+	for c := 0; c < 256; c++ {
+		cases = append(cases, string(rune(c)), "a"+string([]byte{byte(c)}), string([]byte{byte(c)}))
+	}
+	cases = append(cases, "", strings.Repeat("a", 255), strings.Repeat("a", 256), strings.Repeat("a", 257),
+		"src/**/*.go", "todo_x", "a b", "é", "[x]", "a`b", "a\nb")
+	rng := rand.New(rand.NewPCG(7, 9))
+	alphabet := "aZ09_.:@/*?{},!+=[]-` <\n\x00é"
+	for range 20000 {
+		n := rng.IntN(12)
+		if rng.IntN(20) == 0 {
+			n = 250 + rng.IntN(10)
+		}
+		b := make([]rune, n)
+		for i := range b {
+			b[i] = []rune(alphabet)[rng.IntN(len([]rune(alphabet)))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		if got, want := plain(c), re.MatchString(c); got != want {
+			t.Fatalf("plain(%q) = %v, pattern says %v", c, got, want)
+		}
+	}
+}
+
+func FuzzPlain(f *testing.F) {
+	re := regexp.MustCompile(plainPattern)
+	f.Add("todo_x")
+	f.Add("a b")
+	f.Fuzz(func(t *testing.T, s string) {
+		if plain(s) != re.MatchString(s) {
+			t.Fatalf("plain(%q) disagrees with the pattern", s)
+		}
+	})
 }

@@ -1,0 +1,289 @@
+package markdown
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// world is the records of one goal, as a store holds them (one todo per id,
+// one lease per todo).
+type world struct {
+	goal   *lease.Goal
+	todos  map[string]*lease.Todo
+	leases map[string]*lease.Lease
+}
+
+func (w *world) board() Board {
+	b := Board{Goal: w.goal}
+	for _, t := range w.todos {
+		b.Todos = append(b.Todos, t)
+	}
+	for _, l := range w.leases {
+		b.Leases = append(b.Leases, l)
+	}
+	return b
+}
+
+func (w *world) records() Records { return memRecords{todos: w.todos, leases: w.leases} }
+
+var (
+	modelStatuses = []string{lease.TodoOpen, lease.TodoOpen, lease.TodoOpen, lease.TodoDone, lease.TodoSuperseded}
+	modelOwners   = []string{"agent-a", "agent-b", "orch"}
+)
+
+func randomTodo(rng *rand.Rand, id string, ids []string, w *world) *lease.Todo {
+	t := todo(id, lease.Priorities[rng.IntN(len(lease.Priorities))], fmt.Sprintf("work %d", rng.IntN(5)))
+	t.Status = modelStatuses[rng.IntN(len(modelStatuses))]
+	t.Archived = rng.IntN(10) == 0
+	if rng.IntN(3) == 0 {
+		t.ClaimedBy = modelOwners[rng.IntN(len(modelOwners))]
+		t.ClaimedAt = ptr(at(rng.IntN(60)))
+	}
+	for range rng.IntN(4) {
+		if rng.IntN(8) == 0 {
+			t.DependsOn = append(t.DependsOn, "todo_missing")
+		} else {
+			t.DependsOn = append(t.DependsOn, ids[rng.IntN(len(ids))])
+		}
+	}
+	if t.Status != lease.TodoOpen {
+		t.ClosedBy, t.ClosedAt = "orch", ptr(at(rng.IntN(90)))
+	}
+	if rng.IntN(3) == 0 {
+		// A note whose facts may or may not match the todo's lease.
+		f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
+		if l := w.leases[id]; l != nil && rng.IntN(2) == 0 {
+			f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
+		}
+		t.Notes = []lease.Note{{Text: "note", Author: "agent-a", At: at(rng.IntN(90)), Facts: f}}
+	}
+	return t
+}
+
+func randomLease(rng *rand.Rand, id string) *lease.Lease {
+	l := &lease.Lease{TodoID: id, Owner: modelOwners[rng.IntN(len(modelOwners))], IdempotencyKey: "k",
+		Version: int64(1 + rng.IntN(4)), Epoch: 1, Status: lease.LeaseActive, AcquiredAt: at(rng.IntN(200)), ExpiresAt: at(300)}
+	if rng.IntN(2) == 0 {
+		l.Status, l.ReleasedAt = lease.LeaseReleased, ptr(at(250))
+	}
+	start := rng.IntN(200)
+	for e := range rng.IntN(4) {
+		h := lease.Holder{Epoch: int64(e + 1), Owner: modelOwners[rng.IntN(len(modelOwners))], IdempotencyKey: "k", StartedAt: at(start + 10*e)}
+		if rng.IntN(2) == 0 {
+			h.EndedAt, h.EndReason = ptr(at(start+10*e+5)), "transferred"
+		}
+		l.Holders = append(l.Holders, h)
+		l.Epoch = h.Epoch
+	}
+	return l
+}
+
+// TestModelMatchesRender: a model kept up to date record by record, saved
+// and loaded between steps, always renders the bytes a full Render of the
+// records gives. The pools are big enough to overflow a section (100) and
+// the timeline (50), and small enough for dependencies to hit.
+func TestModelMatchesRender(t *testing.T) {
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		nIDs := 20 + int(seed)*15 // up to 185 todos
+		ids := make([]string, nIDs)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("todo_m%03d", i)
+		}
+		w := &world{goal: goal("Model"), todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+		m := NewModel()
+		m.SetGoal(w.goal)
+		steps := 600
+		for step := range steps {
+			id := ids[rng.IntN(len(ids))]
+			var op string
+			switch k := rng.IntN(20); {
+			case k < 9:
+				op = "put todo"
+				td := randomTodo(rng, id, ids, w)
+				w.todos[id] = td
+				m.PutTodo(td)
+			case k < 11:
+				op = "delete todo"
+				delete(w.todos, id)
+				m.DeleteTodo(id)
+			case k < 16:
+				op = "put lease"
+				l := randomLease(rng, id)
+				w.leases[id] = l
+				m.PutLease(l)
+			case k < 17:
+				op = "delete lease"
+				delete(w.leases, id)
+				m.DeleteLease(id)
+			case k < 18:
+				op = "goal"
+				w.goal = goal(fmt.Sprintf("Model %d", rng.IntN(3)))
+				w.goal.Status = []string{lease.GoalActive, lease.GoalArchived}[rng.IntN(2)]
+				m.SetGoal(w.goal)
+			default:
+				op = "save and load"
+				var err error
+				if m, err = DecodeModel(m.Encode()); err != nil {
+					t.Fatalf("seed %d step %d: %v", seed, step, err)
+				}
+			}
+			if rng.IntN(3) > 0 && step != steps-1 {
+				continue // let several changes pile up between renders
+			}
+			got, err := m.Render(w.records())
+			if err != nil {
+				t.Fatalf("seed %d step %d (%s): %v", seed, step, op, err)
+			}
+			if want := Render(w.board()); !bytes.Equal(got, want) {
+				t.Fatalf("seed %d step %d (%s): model and full render differ\nmodel:\n%s\nfull:\n%s", seed, step, op, got, want)
+			}
+		}
+		if m.Len() != len(w.todos) {
+			t.Fatalf("seed %d: model has %d todos, records %d", seed, m.Len(), len(w.todos))
+		}
+	}
+}
+
+// TestModelFetchesOnlyWhatChanged: once rendered, a model fetches records
+// only for shown todos whose own records or dependencies changed.
+func TestModelFetchesOnlyWhatChanged(t *testing.T) {
+	b := Board{Goal: goal("Big")}
+	for i := range 5000 {
+		b.Todos = append(b.Todos, todo(fmt.Sprintf("todo_r%05d", i), "P2", "ready work"))
+	}
+	_, m := RenderModel(b)
+	m, err := DecodeModel(m.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := &countingRecords{Records: memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}}
+	for _, td := range b.Todos {
+		recs.Records.(memRecords).todos[td.ID] = td
+	}
+	if _, err := m.Render(recs); err != nil || recs.n != 0 {
+		t.Fatalf("a loaded model fetched %d records (err %v), want 0", recs.n, err)
+	}
+	// A new todo that sorts first is fetched; the one pushed off the page
+	// is not.
+	first := todo("todo_a0000", "P0", "urgent")
+	recs.Records.(memRecords).todos[first.ID] = first
+	m.PutTodo(first)
+	out, err := m.Render(recs)
+	if err != nil || recs.n != 1 {
+		t.Fatalf("fetched %d records (err %v), want 1", recs.n, err)
+	}
+	b.Todos = append(b.Todos, first)
+	if !bytes.Equal(out, Render(b)) {
+		t.Fatal("model and full render differ")
+	}
+	// A todo past the first page changes nothing and fetches nothing.
+	late := todo("todo_z9999", "P4", "later")
+	recs.Records.(memRecords).todos[late.ID] = late
+	m.PutTodo(late)
+	if again, err := m.Render(recs); err != nil || recs.n != 1 || !bytes.Equal(again, out) {
+		t.Fatalf("a todo past the page: fetched %d, same bytes %v, err %v", recs.n, bytes.Equal(again, out), err)
+	}
+}
+
+type countingRecords struct {
+	Records
+	n int
+}
+
+func (c *countingRecords) Todo(id string) (*lease.Todo, error) {
+	c.n++
+	return c.Records.Todo(id)
+}
+
+func (c *countingRecords) Lease(id string) (*lease.Lease, error) {
+	c.n++
+	return c.Records.Lease(id)
+}
+
+// TestModelRefusesStaleRecords: records the model does not know of are an
+// error (the caller rebuilds), not a wrong board.
+func TestModelRefusesStaleRecords(t *testing.T) {
+	m := NewModel()
+	m.PutTodo(todo("todo_gone", "P1", "x"))
+	_, err := m.Render(memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}})
+	if _, ok := err.(*StaleError); !ok {
+		t.Fatalf("got %v, want a StaleError", err)
+	}
+}
+
+// TestDecodeModelRejectsDamage: every truncation and every flipped byte of
+// an encoded model is refused.
+func TestDecodeModelRejectsDamage(t *testing.T) {
+	_, m := RenderModel(mixedBoard())
+	enc := m.Encode()
+	if _, err := DecodeModel(enc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range enc {
+		if _, err := DecodeModel(enc[:i]); err == nil {
+			t.Fatalf("truncation at %d accepted", i)
+		}
+		bad := bytes.Clone(enc)
+		bad[i] ^= 0x41
+		if _, err := DecodeModel(bad); err == nil {
+			t.Fatalf("flipped byte %d accepted", i)
+		}
+	}
+}
+
+func FuzzDecodeModel(f *testing.F) {
+	_, m := RenderModel(mixedBoard())
+	f.Add(m.Encode())
+	f.Add([]byte("LXBM\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeModel(data)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must encode and decode to the same thing.
+		if m2, err := DecodeModel(m.Encode()); err != nil || !bytes.Equal(m2.Encode(), m.Encode()) {
+			t.Fatalf("round trip failed: %v", err)
+		}
+	})
+}
+
+func BenchmarkModel(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		bd := Board{Goal: goal("Big")}
+		for i := range n {
+			bd.Todos = append(bd.Todos, todo(fmt.Sprintf("todo_r%05d", i), lease.Priorities[i%5], "ready work"))
+		}
+		recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+		for _, td := range bd.Todos {
+			recs.todos[td.ID] = td
+		}
+		_, m := RenderModel(bd)
+		enc := m.Encode()
+		b.Run(fmt.Sprintf("full-render/todos=%d", n), func(b *testing.B) {
+			for range b.N {
+				Render(bd)
+			}
+		})
+		b.Run(fmt.Sprintf("load-put-render-save/todos=%d", n), func(b *testing.B) {
+			for i := range b.N {
+				m, err := DecodeModel(enc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				td := todo(fmt.Sprintf("todo_b%06d", i), "P2", "bench")
+				recs.todos[td.ID] = td
+				m.PutTodo(td)
+				if _, err := m.Render(recs); err != nil {
+					b.Fatal(err)
+				}
+				_ = m.Encode()
+				delete(recs.todos, td.ID)
+			}
+		})
+	}
+}
