@@ -49,6 +49,21 @@ type CommitMeta struct {
 type Proposal struct {
 	Changes []Change
 	Info    CommitInfo
+	// When Next is set, Transact makes a second commit on top of the first
+	// one (first is the hash of the commit made from Changes/Info) and
+	// installs both with one ref update: the ref moves from the expected
+	// head straight to the second commit, so history shows both commits
+	// in order, and no reader ever sees the ref at the first one. Next
+	// returning (nil, nil) means no second commit. An error from Next
+	// aborts the transaction (nothing is written).
+	//
+	// The first commit is not stored when Next runs: Next cannot read it
+	// through the Store, it only learns its name. Like decide, Next may be
+	// called again, with a different first hash, when Transact retries
+	// after a compare-and-swap conflict, and is only called with the
+	// Store's lock released (it may read the Store). The second proposal's
+	// own Next is ignored.
+	Next func(first Hash) (*Proposal, error)
 }
 
 // MaxAttempts is how many times Transact calls decide before giving up on
@@ -67,52 +82,131 @@ const MaxAttempts = 5
 //
 // The caller must hold the exclusive fence (Lock); Transact does this.
 func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, error) {
-	for _, c := range changes {
-		if err := validatePath(c.Path); err != nil {
-			return ZeroHash, err
-		}
+	if err := validateChanges(changes); err != nil {
+		return ZeroHash, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ZeroHash, errClosed
 	}
-
-	out, commitHash, err := s.buildCommit(expected, changes, info)
+	pend := newPendingObjects()
+	commitHash, err := s.buildCommit(pend, expected, changes, info)
 	if err != nil {
 		return ZeroHash, err
 	}
+	if err := s.install(pend, expected, commitHash, 1, info); err != nil {
+		return ZeroHash, err
+	}
+	return commitHash, nil
+}
 
+// prepared is a commit, or a chain of commits, built but not written.
+type prepared struct {
+	pend    *pendingObjects
+	head    Hash       // the last commit
+	commits int        // how many commits pend holds
+	info    CommitInfo // the last commit's
+}
+
+// prepareProposal builds, without writing anything, the commit of
+// p.Changes on expected and, if p.Next asks for one, a second commit on
+// it. s.mu is not held while p.Next runs. The errors are p.Next's, invalid
+// paths and unreadable objects: none of them is a conflict.
+func (s *Store) prepareProposal(expected Hash, p *Proposal) (*prepared, error) {
+	if err := validateChanges(p.Changes); err != nil {
+		return nil, err
+	}
+	pr := &prepared{pend: newPendingObjects(), commits: 1, info: p.Info}
+	build := func(parent Hash, changes []Change, info CommitInfo) (Hash, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return ZeroHash, errClosed
+		}
+		return s.buildCommit(pr.pend, parent, changes, info)
+	}
+	var err error
+	if pr.head, err = build(expected, p.Changes, p.Info); err != nil {
+		return nil, err
+	}
+	if p.Next == nil {
+		return pr, nil
+	}
+	p2, err := p.Next(pr.head)
+	if err != nil || p2 == nil {
+		return pr, err
+	}
+	if err := validateChanges(p2.Changes); err != nil {
+		return nil, err
+	}
+	if pr.head, err = build(pr.head, p2.Changes, p2.Info); err != nil {
+		return nil, err
+	}
+	pr.commits, pr.info = 2, p2.Info
+	return pr, nil
+}
+
+// commitPrepared installs pr, moving the ref from expected to pr.head.
+func (s *Store) commitPrepared(expected Hash, pr *prepared) (Hash, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+	if err := s.install(pr.pend, expected, pr.head, pr.commits, pr.info); err != nil {
+		return ZeroHash, err
+	}
+	return pr.head, nil
+}
+
+// validateChanges checks the path of every change.
+func validateChanges(changes []Change) error {
+	for _, c := range changes {
+		if err := validatePath(c.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// install writes the objects of pend, the last of which is the commit
+// head, and moves the ref from expected to head: one round of fsyncs for
+// the objects and the ref-lock twin, then git's ref lock protocol. The
+// reflog gets one entry, with info's subject; commits (the number of
+// commits in pend) count towards the next automatic GC. Callers hold s.mu
+// and the exclusive fence.
+func (s *Store) install(pend *pendingObjects, expected, head Hash, commits int, info CommitInfo) error {
 	// The ref lock will be a hard link to a twin file holding the new
 	// value (see refs.go); the twin is fsynced together with the objects.
-	twin, twinFile, err := s.createTwin(commitHash)
+	twin, twinFile, err := s.createTwin(head)
 	if err != nil {
-		return ZeroHash, err
+		return err
 	}
 	defer os.Remove(twin) // runs after lk.release: a lock always has its twin
-	err = s.odb.write(out, twinFile)
+	err = s.odb.write(pend.objs, twinFile)
 	if cerr := twinFile.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
+		return fmt.Errorf("gitstore: write objects: %w", err)
 	}
 	hook("objects-written")
 	// Like git, take the ref lock only now, so that it is held for a
 	// moment (verify, rename), not during the fsyncs.
-	lk, err := s.lockRef(expected, commitHash, twin)
+	lk, err := s.lockRef(expected, head, twin)
 	if err != nil {
-		return ZeroHash, err
+		return err
 	}
 	defer lk.release()
 	if err := lk.commit(); err != nil {
-		return ZeroHash, err
+		return err
 	}
 	subject, _, _ := strings.Cut(strings.TrimSpace(info.Message), "\n")
 	_, committer := idents(info)
-	s.appendReflog(expected, commitHash, committer, "loopx: "+subject)
-	s.noteCommit()
-	return commitHash, nil
+	s.appendReflog(expected, head, committer, "loopx: "+subject)
+	s.noteCommits(commits)
+	return nil
 }
 
 // formatIdent formats "Name <email> unix ±hhmm".
@@ -255,8 +349,12 @@ func (s *Store) Log(from Hash, fn func(c CommitMeta) (bool, error)) error {
 // the error wraps ErrConflict. decide must therefore be free of side
 // effects other than its proposal.
 //
+// A proposal whose Next asks for a second commit is committed as two
+// commits installed by one ref update (see Proposal.Next); an error from
+// Next is returned like decide's, with nothing committed.
+//
 // After a successful commit Transact runs the cheap MaybeGC check, still
-// under the fence. It returns the new head.
+// under the fence. It returns the new head (the last commit made).
 func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Proposal, error)) (Hash, error) {
 	unlock, err := s.Lock(ctx, true)
 	if err != nil {
@@ -276,7 +374,11 @@ func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Propos
 		if err != nil || p == nil {
 			return head, err
 		}
-		nh, err := s.Commit(head, p.Changes, p.Info)
+		pr, err := s.prepareProposal(head, p)
+		if err != nil {
+			return head, err
+		}
+		nh, err := s.commitPrepared(head, pr)
 		if err == nil {
 			s.maybeGCLocked()
 			return nh, nil
@@ -299,21 +401,27 @@ func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Propos
 
 // buildCommit computes, without writing anything, the objects of a commit
 // whose parent is parent (none if ZeroHash) and whose tree is parent's tree
-// with changes applied: the new blobs, the trees on changed paths, and the
-// commit itself (last). Callers hold s.mu and have validated the paths.
-func (s *Store) buildCommit(parent Hash, changes []Change, info CommitInfo) ([]newObject, Hash, error) {
+// with changes applied, and adds them to pend: the new blobs, the trees on
+// changed paths, and the commit itself (last). It returns the commit's
+// name. parent may be a commit pending in pend (a chained commit). Callers
+// hold s.mu and have validated the paths.
+func (s *Store) buildCommit(pend *pendingObjects, parent Hash, changes []Change, info CommitInfo) (Hash, error) {
 	var baseTree Hash
 	if !parent.IsZero() {
-		c, err := s.readCommit(parent)
-		if err != nil {
-			return nil, ZeroHash, err
+		if t, ok := pend.commits[parent]; ok {
+			baseTree = t
+		} else {
+			c, err := s.readCommit(parent)
+			if err != nil {
+				return ZeroHash, err
+			}
+			baseTree = c.tree
 		}
-		baseTree = c.tree
 	}
-	b := &treeBuilder{s: s}
+	b := &treeBuilder{s: s, pend: pend}
 	root, err := b.open(baseTree)
 	if err != nil {
-		return nil, ZeroHash, err
+		return ZeroHash, err
 	}
 	for _, c := range changes {
 		comps := splitPath(c.Path)
@@ -321,19 +429,19 @@ func (s *Store) buildCommit(parent Hash, changes []Change, info CommitInfo) ([]n
 			err = b.remove(root, comps)
 		} else {
 			h := hashObject(plumbing.BlobObject, c.Data)
-			b.out = append(b.out, newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
+			pend.add(newObject{hash: h, typ: plumbing.BlobObject, data: c.Data})
 			err = b.put(root, c.Path, comps, h)
 		}
 		if err != nil {
-			return nil, ZeroHash, err
+			return ZeroHash, err
 		}
 	}
 	treeHash, empty, err := b.finish(root)
 	if err != nil {
-		return nil, ZeroHash, err
+		return ZeroHash, err
 	}
 	if empty {
-		b.out = append(b.out, newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
+		pend.add(newObject{hash: emptyTree, typ: plumbing.TreeObject, data: nil})
 	}
 	author, committer := idents(info)
 	msg := info.Message
@@ -348,8 +456,9 @@ func (s *Store) buildCommit(parent Hash, changes []Change, info CommitInfo) ([]n
 	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
 	commitData := cb.Bytes()
 	commitHash := hashObject(plumbing.CommitObject, commitData)
-	b.out = append(b.out, newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
-	return b.out, commitHash, nil
+	pend.add(newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
+	pend.commits[commitHash] = treeHash
+	return commitHash, nil
 }
 
 // idents returns the author and committer lines of a commit: empty names and

@@ -13,7 +13,10 @@
 //     process dies, so it is never stale.
 //   - Commit writes only the blobs and trees on changed paths (unchanged
 //     subtrees keep their names) as loose objects, and fsyncs every new
-//     object and its directory before the ref moves.
+//     object and its directory before the ref moves. A Transact proposal
+//     may chain a second commit on the first (Proposal.Next): the objects
+//     of both are fsynced in one round and the ref moves once, from the
+//     old head to the second commit.
 //   - The ref moves with git's own lock protocol: <ref>.lock is created
 //     exclusively, the old value is verified under it (loose ref, else
 //     packed-refs), the lock file holding the new value (fsynced) is renamed
@@ -46,5 +49,6 @@
 //
 // Besides the store, the package holds the other Git-facing pieces loopx
 // needs, built on the same Store: working-tree queries and hooks for the
-// guard (worktree.go), derived caches (walkhash.go) and remotes (remote.go).
+// guard (worktree.go), derived caches (walkhash.go, diff.go) and remotes
+// (remote.go).
 package gitstore

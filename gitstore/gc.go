@@ -96,7 +96,7 @@ func readGCState(commonDir string) (gcState, error) {
 // only delays a GC or forgets which packs are gitstore's).
 func writeGCState(commonDir string, st gcState) error {
 	var b bytes.Buffer
-	// The counter comes first, fixed-width, so that noteCommit can update
+	// The counter comes first, fixed-width, so that noteCommits can update
 	// it in place.
 	fmt.Fprintf(&b, "commits %0*d\n", counterDigits, min(st.commits, counterMax))
 	if !st.packed.IsZero() {
@@ -124,18 +124,18 @@ const (
 	counterMax    = 9999999999
 )
 
-// noteCommit counts a commit towards the next automatic GC: a 10-byte
-// write in place into the state file (no rename, no fsync). Callers hold
-// the exclusive fence.
-func (s *Store) noteCommit() {
+// noteCommits counts n new commits towards the next automatic GC: a
+// 10-byte write in place into the state file (no rename, no fsync).
+// Callers hold the exclusive fence.
+func (s *Store) noteCommits(n int) {
 	name := filepath.Join(s.commonDir, gcStateFile)
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err == nil {
 		defer f.Close()
 		var b [len(counterPrefix) + counterDigits + 1]byte
-		if n, _ := f.ReadAt(b[:], 0); n == len(b) && string(b[:len(counterPrefix)]) == counterPrefix && b[len(b)-1] == '\n' {
+		if got, _ := f.ReadAt(b[:], 0); got == len(b) && string(b[:len(counterPrefix)]) == counterPrefix && b[len(b)-1] == '\n' {
 			if c, err := strconv.Atoi(string(b[len(counterPrefix) : len(b)-1])); err == nil {
-				digits := fmt.Sprintf("%0*d", counterDigits, min(c+1, counterMax))
+				digits := fmt.Sprintf("%0*d", counterDigits, min(c+n, counterMax))
 				f.WriteAt([]byte(digits), int64(len(counterPrefix)))
 				return
 			}
@@ -145,7 +145,7 @@ func (s *Store) noteCommit() {
 	if err != nil {
 		return
 	}
-	st.commits++
+	st.commits += n
 	writeGCState(s.commonDir, st)
 }
 

@@ -671,24 +671,23 @@ func encodePack(objs []newObject) ([]byte, error) {
 // The objects are fsynced when it returns. Callers hold the exclusive
 // fence; the commit counts towards the next automatic GC.
 func (s *Store) WriteCommit(parent Hash, changes []Change, info CommitInfo) (Hash, error) {
-	for _, c := range changes {
-		if err := validatePath(c.Path); err != nil {
-			return ZeroHash, err
-		}
+	if err := validateChanges(changes); err != nil {
+		return ZeroHash, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ZeroHash, errClosed
 	}
-	out, commitHash, err := s.buildCommit(parent, changes, info)
+	pend := newPendingObjects()
+	commitHash, err := s.buildCommit(pend, parent, changes, info)
 	if err != nil {
 		return ZeroHash, err
 	}
-	if err := s.odb.write(out); err != nil {
+	if err := s.odb.write(pend.objs); err != nil {
 		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
 	}
-	s.noteCommit()
+	s.noteCommits(1)
 	return commitHash, nil
 }
 

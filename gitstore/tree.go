@@ -204,11 +204,36 @@ func (s *Store) lookup(root Hash, comps []string) (e treeEntry, ok bool, err err
 	return e, true, nil
 }
 
+// pendingObjects are objects built in memory and not yet written, so that
+// a chained commit can be built on a commit that is not stored yet (see
+// Proposal.Next): its trees and commits are looked up here before the
+// object database.
+type pendingObjects struct {
+	objs    []newObject    // in build order; each commit follows its trees and blobs
+	trees   map[Hash]*tree // the decoded trees among objs
+	commits map[Hash]Hash  // the commits among objs → their tree
+}
+
+func newPendingObjects() *pendingObjects {
+	return &pendingObjects{trees: make(map[Hash]*tree), commits: make(map[Hash]Hash)}
+}
+
+func (p *pendingObjects) add(o newObject) { p.objs = append(p.objs, o) }
+
 // treeBuilder applies changes to a tree, loading only the trees on changed
-// paths; unchanged subtrees keep their names.
+// paths; unchanged subtrees keep their names. The objects it makes are
+// added to pend, and the trees it opens are looked up in pend first.
 type treeBuilder struct {
-	s   *Store
-	out []newObject
+	s    *Store
+	pend *pendingObjects
+}
+
+// loadTree returns the decoded tree h, pending or stored. Callers hold s.mu.
+func (b *treeBuilder) loadTree(h Hash) (*tree, error) {
+	if t := b.pend.trees[h]; t != nil {
+		return t, nil
+	}
+	return b.s.loadTree(h)
 }
 
 // mtree is a tree being modified.
@@ -222,7 +247,7 @@ func (b *treeBuilder) open(h Hash) (*mtree, error) {
 	if h.IsZero() {
 		return m, nil
 	}
-	t, err := b.s.loadTree(h)
+	t, err := b.loadTree(h)
 	if err != nil {
 		return nil, err
 	}
@@ -316,9 +341,9 @@ func (b *treeBuilder) remove(m *mtree, comps []string) error {
 	return nil
 }
 
-// finish writes out m and its modified subtrees (appending them to b.out)
-// and returns its name; empty is true if the tree ended up with no entries,
-// in which case nothing is written.
+// finish encodes m and its modified subtrees (adding them to b.pend) and
+// returns its name; empty is true if the tree ended up with no entries, in
+// which case nothing is added.
 func (b *treeBuilder) finish(m *mtree) (h Hash, empty bool, err error) {
 	if len(m.subs) > 0 {
 		kept := m.entries[:0]
@@ -343,7 +368,8 @@ func (b *treeBuilder) finish(m *mtree) (h Hash, empty bool, err error) {
 	t := &tree{entries: m.entries}
 	data := t.encode()
 	h = hashObject(plumbing.TreeObject, data)
-	b.out = append(b.out, newObject{hash: h, typ: plumbing.TreeObject, data: data})
+	b.pend.add(newObject{hash: h, typ: plumbing.TreeObject, data: data})
+	b.pend.trees[h] = t
 	// Remember the decoded tree: the next snapshot reads it.
 	b.s.trees.put(h, t)
 	return h, false, nil

@@ -1,18 +1,68 @@
 package lease
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-var (
-	goalIDRe  = regexp.MustCompile(`^[a-z][a-z0-9_.:@-]{0,79}$`)
-	agentIDRe = goalIDRe
-	todoIDRe  = regexp.MustCompile(`^todo_[a-z0-9_-]{3,64}$`)
-	keyRe     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$`)
+// The id grammars, as regular expressions. The validators below are
+// hand-written (compiling these bounded repetitions at package init cost
+// every loopx process about a millisecond); ids_test.go checks that they
+// accept exactly these languages. Error messages quote the patterns.
+const (
+	goalIDPattern  = `^[a-z][a-z0-9_.:@-]{0,79}$`
+	agentIDPattern = goalIDPattern
+	todoIDPattern  = `^todo_[a-z0-9_-]{3,64}$`
+	keyPattern     = `^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$`
 )
+
+// matchGoalID reports whether s matches goalIDPattern.
+func matchGoalID(s string) bool {
+	if len(s) < 1 || len(s) > 80 || !isLower(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isLower(c) && !isDigit(c) && c != '_' && c != '.' && c != ':' && c != '@' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// matchTodoID reports whether s matches todoIDPattern.
+func matchTodoID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "todo_")
+	if !ok || len(rest) < 3 || len(rest) > 64 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !isLower(c) && !isDigit(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// matchKey reports whether s matches keyPattern.
+func matchKey(s string) bool {
+	if len(s) < 1 || len(s) > 128 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '_' && c != '.' && c != ':' && c != '@' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isAlnum(c byte) bool { return isLower(c) || isDigit(c) || 'A' <= c && c <= 'Z' }
 
 // Limits from the contract.
 const (
@@ -22,16 +72,16 @@ const (
 )
 
 // ValidGoalID reports whether s is a well-formed goal id.
-func ValidGoalID(s string) bool { return goalIDRe.MatchString(s) }
+func ValidGoalID(s string) bool { return matchGoalID(s) }
 
 // ValidAgentID reports whether s is a well-formed agent id.
-func ValidAgentID(s string) bool { return agentIDRe.MatchString(s) }
+func ValidAgentID(s string) bool { return matchGoalID(s) }
 
 // ValidTodoID reports whether s is a well-formed todo id.
-func ValidTodoID(s string) bool { return todoIDRe.MatchString(s) }
+func ValidTodoID(s string) bool { return matchTodoID(s) }
 
 // ValidIdempotencyKey reports whether s is a well-formed execution key.
-func ValidIdempotencyKey(s string) bool { return keyRe.MatchString(s) }
+func ValidIdempotencyKey(s string) bool { return matchKey(s) }
 
 // CheckGoalID returns invalid_goal_id unless s is a goal id.
 func CheckGoalID(s string) error {
@@ -39,7 +89,7 @@ func CheckGoalID(s string) error {
 		return Errorf(CodeInvalidGoalID, "goal id is required")
 	}
 	if !ValidGoalID(s) {
-		return Errorf(CodeInvalidGoalID, "invalid goal id %q: want %s", s, goalIDRe)
+		return Errorf(CodeInvalidGoalID, "invalid goal id %q: want %s", s, goalIDPattern)
 	}
 	return nil
 }
@@ -50,7 +100,7 @@ func CheckTodoID(s string) error {
 		return Errorf(CodeInvalidTodoID, "todo id is required")
 	}
 	if !ValidTodoID(s) {
-		return Errorf(CodeInvalidTodoID, "invalid todo id %q: want %s", s, todoIDRe)
+		return Errorf(CodeInvalidTodoID, "invalid todo id %q: want %s", s, todoIDPattern)
 	}
 	return nil
 }
@@ -62,7 +112,7 @@ func CheckAgentID(field, s string) error {
 		return Errorf(CodeInvalidAgentID, "%s is required", field)
 	}
 	if !ValidAgentID(s) {
-		return Errorf(CodeInvalidAgentID, "invalid %s %q: want %s", field, s, agentIDRe)
+		return Errorf(CodeInvalidAgentID, "invalid %s %q: want %s", field, s, agentIDPattern)
 	}
 	return nil
 }
@@ -73,7 +123,7 @@ func CheckIdempotencyKey(field, s string) error {
 		return Errorf(CodeInvalidIdempotencyKey, "%s is required", field)
 	}
 	if !ValidIdempotencyKey(s) {
-		return Errorf(CodeInvalidIdempotencyKey, "invalid %s %q: want %s", field, s, keyRe)
+		return Errorf(CodeInvalidIdempotencyKey, "invalid %s %q: want %s", field, s, keyPattern)
 	}
 	return nil
 }
