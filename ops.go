@@ -185,7 +185,7 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	}
 	opts := s.opts
 	s.opts.FailProjection = false
-	status, reason := s.deliverBoard(id)
+	status, reason := s.deliverBoard(id, true)
 	s.opts = opts
 	head, err := s.git.Head()
 	if err != nil {

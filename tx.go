@@ -75,12 +75,27 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 
 func authorEmail(actor string) string { return actor + "@loopx.invalid" }
 
-// mutate runs decide in a transaction on the state ref, then delivers the
+// mutate runs decide in a transaction on the state ref and delivers the
 // board when the decision may have changed it.
+//
+// On a local store the board is rendered in the same transaction, from the
+// decision's view, and its commit is chained on the state commit
+// (gitstore.Proposal.Next): two commits, the board's naming the state
+// commit it renders, installed by one ref update. A board that cannot be
+// rendered there, a remote store and an injected projection fault take the
+// separate delivery of deliverBoard, which may end "pending".
 func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	ctx := context.Background()
-	var out *lease.Outcome
+	var (
+		out        *lease.Outcome
+		stateRev   gitstore.Hash // the state commit, when a board commit was chained on it
+		boardDone  bool          // the board was delivered (or found current) in the transaction
+		model      *markdown.Model
+		modelGoal  string
+		chainBoard = s.remote.name == "" && !s.opts.FailProjection
+	)
 	head, err := s.transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		stateRev, boardDone, model = gitstore.ZeroHash, false, nil
 		v := s.viewOf(sn)
 		now := lease.Now(s.opts.now(), sn.Time())
 		o, err := decide(v, now)
@@ -96,10 +111,38 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 		for _, c := range changes {
 			p.Changes = append(p.Changes, gitstore.Change{Path: c.Path, Data: c.Data, Delete: c.Data == nil})
 		}
+		if !chainBoard || o.Goal == "" || !o.BoardChanged {
+			return p, nil
+		}
+		board, m, err := s.renderBoardModel(sn, v, o.Goal)
+		if err != nil || board == nil {
+			return p, nil // delivered (or reported pending) separately
+		}
+		old, _, err := v.ReadFile(lease.BoardPath(o.Goal))
+		if err != nil {
+			return p, nil
+		}
+		boardDone, model, modelGoal = true, m, o.Goal
+		if bytes.Equal(old, board) {
+			return p, nil
+		}
+		goal := o.Goal
+		p.Next = func(first gitstore.Hash) (*gitstore.Proposal, error) {
+			stateRev = first
+			info := commitInfo("", lease.ProjectionMessage(goal, first.String()), now)
+			return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}}, Info: info}, nil
+		}
 		return p, nil
 	})
 	if err != nil {
 		return nil, mapErr(err)
+	}
+	if boardDone {
+		rev := head
+		if !stateRev.IsZero() {
+			rev = stateRev
+		}
+		s.saveBoardModel(modelGoal, rev, model)
 	}
 	if out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
@@ -107,6 +150,9 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status,
 		CurrentRevision: revString(head), Projection: ProjectionNotRequired, Data: out.Data}
 	switch {
+	case out.Write && !stateRev.IsZero():
+		res.Revision = revString(stateRev)
+		res.Projection = ProjectionDelivered
 	case out.Write:
 		res.Revision = revString(head)
 	case out.Status == lease.StatusReplayed && out.ReplayOf != "":
@@ -119,8 +165,8 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	// A replay may answer a retry whose first attempt committed but never
 	// delivered the board (lost response, failed projection): deliver it now
 	// if it is pending, so "not_required" is never said of a stale board.
-	if out.Goal != "" && (out.Write && out.BoardChanged || out.Status == lease.StatusReplayed) {
-		res.Projection, res.ProjectionError = s.deliverBoard(out.Goal)
+	if out.Goal != "" && !boardDone && (out.Write && out.BoardChanged || out.Status == lease.StatusReplayed) {
+		res.Projection, res.ProjectionError = s.deliverBoard(out.Goal, false)
 		if res.Projection == ProjectionDelivered || res.Projection == ProjectionNotRequired {
 			if h, err := s.git.Head(); err == nil {
 				res.CurrentRevision = revString(h)
@@ -173,16 +219,27 @@ var errProjectionInjected = errors.New("projection delivery failed (injected fau
 
 // deliverBoard renders the goal's board from the current head and commits it
 // in a separate commit when its bytes changed. A failure leaves the state
-// commit standing and reports "pending".
-func (s *Store) deliverBoard(goal string) (status, reason string) {
+// commit standing and reports "pending". full renders from every record
+// (and rebuilds the goal's model) instead of from the model.
+func (s *Store) deliverBoard(goal string, full bool) (status, reason string) {
 	if s.opts.FailProjection {
 		return ProjectionPending, errProjectionInjected.Error()
 	}
 	delivered := false
+	var (
+		model *markdown.Model
+		rev   gitstore.Hash
+	)
 	_, err := s.transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
-		delivered = false
+		delivered, model, rev = false, nil, sn.Revision()
 		v := s.viewOf(sn)
-		board, err := renderBoard(v, goal)
+		var board []byte
+		var err error
+		if full {
+			board, model, err = renderBoardFull(v, goal)
+		} else {
+			board, model, err = s.renderBoardModel(sn, v, goal)
+		}
 		if err != nil || board == nil {
 			return nil, err
 		}
@@ -198,33 +255,36 @@ func (s *Store) deliverBoard(goal string) (status, reason string) {
 	if err != nil {
 		return ProjectionPending, mapErr(err).Error()
 	}
+	s.saveBoardModel(goal, rev, model)
 	if delivered {
 		return ProjectionDelivered, ""
 	}
 	return ProjectionNotRequired, ""
 }
 
-// renderBoard renders a goal's board from a view; nil when the goal is absent.
-func renderBoard(v *lease.View, goal string) ([]byte, error) {
+// renderBoardFull renders a goal's board from every record of a view, and
+// the model it was drawn from; nil when the goal is absent.
+func renderBoardFull(v *lease.View, goal string) ([]byte, *markdown.Model, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	todos, err := v.Todos(goal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leases, err := v.Leases(goal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return markdown.Render(markdown.Board{Goal: g, Todos: todos, Leases: leases}), nil
+	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases})
+	return board, m, nil
 }
 
 // boardPending reports whether the goal's committed board differs from what
 // the head renders.
 func boardPending(v *lease.View, goal string) (bool, error) {
-	board, err := renderBoard(v, goal)
+	board, _, err := renderBoardFull(v, goal)
 	if err != nil || board == nil {
 		return false, err
 	}

@@ -1,0 +1,172 @@
+package loopx_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lx "github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// TestBoardModelMatchesFullRender drives a store with random mutations
+// through the API, interleaved with what can put the saved board model
+// out of step: foreign commits of arbitrary records (another process, the
+// model lags), a deleted or damaged model file, and the ref moved back to
+// an older commit (the model is ahead). After every applied mutation that
+// delivers the board, the committed board must be exactly the board a full
+// render of the head gives (verify reports no pending board).
+func TestBoardModelMatchesFullRender(t *testing.T) {
+	dir := newStore(t, "g", "agent-a", "agent-b")
+	clock := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	s, err := lx.Open(lx.Options{Dir: dir, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	common := strings.TrimSpace(git(t, dir, "rev-parse", "--git-common-dir"))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	model := filepath.Join(common, "loopx-cache", "board-"+fmt.Sprintf("%x", "g"))
+
+	rng := rand.New(rand.NewPCG(4, 2))
+	var ids []string
+	pick := func() string {
+		if len(ids) == 0 || rng.IntN(10) == 0 {
+			return fmt.Sprintf("todo_r%03d", rng.IntN(60))
+		}
+		return ids[rng.IntN(len(ids))]
+	}
+	agents := []string{"agent-a", "agent-b"}
+	var history []string // state revisions seen, for rewinds
+	checked := 0
+	for step := range 300 {
+		clock = clock.Add(time.Duration(1+rng.IntN(20)) * time.Minute)
+		var (
+			res *lx.Result
+			err error
+			op  string
+		)
+		switch k := rng.IntN(100); {
+		case k < 30:
+			op = "add"
+			id := fmt.Sprintf("todo_r%03d", rng.IntN(60))
+			req := lease.AddRequest{Goal: "g", Todo: id, Text: "work " + id, Priority: lease.Priorities[rng.IntN(5)], Actor: "agent-a"}
+			if len(ids) > 0 && rng.IntN(3) == 0 {
+				req.DependsOn = []string{pick()}
+			}
+			if res, err = s.AddTodo(req); err == nil {
+				ids = append(ids, id)
+			}
+		case k < 40:
+			op = "claim"
+			res, err = s.Claim(lease.ClaimRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)]})
+		case k < 48:
+			op = "update"
+			req := lease.UpdateRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)]}
+			switch rng.IntN(3) {
+			case 0:
+				req.Priority = lease.Priorities[rng.IntN(5)]
+			case 1:
+				req.Note = "progress"
+			default:
+				req.ClearClaim = true
+			}
+			res, err = s.Update(req)
+		case k < 56:
+			op = "complete"
+			res, err = s.Complete(lease.CompleteRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)], Evidence: []string{"done"}})
+		case k < 60:
+			op = "supersede"
+			res, err = s.Supersede(lease.SupersedeRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)], Reason: "replaced"})
+		case k < 70:
+			op = "acquire"
+			owner := agents[rng.IntN(2)]
+			res, err = s.Acquire(lease.AcquireRequest{Goal: "g", Todo: pick(), Owner: owner, IdempotencyKey: fmt.Sprintf("%s-%d", owner, step), TTLSeconds: 3600})
+		case k < 85:
+			op = "foreign commit"
+			foreignCommit(t, dir, rng, clock)
+		case k < 90:
+			op = "delete model"
+			os.Remove(model)
+		case k < 94:
+			op = "damage model"
+			if b, err := os.ReadFile(model); err == nil && len(b) > 60 {
+				b[41+rng.IntN(len(b)-41)] ^= 0x20
+				os.WriteFile(model, b, 0o644)
+			}
+		default:
+			op = "rewind"
+			if len(history) > 0 {
+				git(t, dir, "update-ref", "refs/loopx/state", history[rng.IntN(len(history))])
+			}
+		}
+		if head := strings.TrimSpace(git(t, dir, "rev-parse", "refs/loopx/state")); head != "" {
+			history = append(history, head)
+		}
+		if err != nil || res == nil || res.Status != lease.StatusApplied {
+			continue
+		}
+		if res.Projection == lx.ProjectionPending {
+			t.Fatalf("step %d (%s): board pending: %s", step, op, res.ProjectionError)
+		}
+		v, err := s.Verify()
+		if err != nil {
+			t.Fatalf("step %d (%s): verify: %v", step, op, err)
+		}
+		if d := v.Data.(lx.VerifyData); len(d.PendingBoards) > 0 {
+			t.Fatalf("step %d (%s): the delivered board differs from a full render of the head", step, op)
+		}
+		checked++
+	}
+	if checked < 60 {
+		t.Fatalf("only %d mutations were checked", checked)
+	}
+}
+
+// foreignCommit writes a few arbitrary (valid) todo and lease records of
+// goal g straight to the ref, as another process would, without a board.
+func foreignCommit(t *testing.T, dir string, rng *rand.Rand, now time.Time) {
+	t.Helper()
+	gs, err := gitstore.Open(dir, gitstore.Options{Ref: "refs/loopx/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	_, err = gs.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		p := &gitstore.Proposal{Info: gitstore.CommitInfo{Message: "foreign\n", When: now}}
+		for range 1 + rng.IntN(4) {
+			id := fmt.Sprintf("todo_r%03d", rng.IntN(60))
+			switch rng.IntN(4) {
+			case 0:
+				p.Changes = append(p.Changes, gitstore.Change{Path: lease.TodoPath("g", id), Delete: true})
+			case 1:
+				l := &lease.Lease{TodoID: id, Owner: "agent-b", IdempotencyKey: "f", Version: 1, Epoch: 1,
+					Status: []string{lease.LeaseActive, lease.LeaseReleased}[rng.IntN(2)], AcquiredAt: now, ExpiresAt: now.Add(time.Hour),
+					OwnerRegistration: 1, Holders: []lease.Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "f", StartedAt: now}}}
+				if l.Status == lease.LeaseReleased {
+					l.ReleasedAt = &now
+				}
+				p.Changes = append(p.Changes, gitstore.Change{Path: lease.LeasePath("g", id), Data: lease.Encode(l)})
+			default:
+				td := &lease.Todo{ID: id, Text: "foreign " + id, Status: lease.TodoOpen, Priority: lease.Priorities[rng.IntN(5)],
+					CreatedAt: now, UpdatedAt: now}
+				if rng.IntN(3) == 0 {
+					td.Status, td.ClosedBy, td.ClosedAt = lease.TodoDone, "agent-a", &now
+				}
+				p.Changes = append(p.Changes, gitstore.Change{Path: lease.TodoPath("g", id), Data: lease.Encode(td)})
+			}
+		}
+		return p, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
