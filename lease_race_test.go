@@ -266,10 +266,14 @@ func TestLostResponse(t *testing.T) {
 			if printed := killAfterCommit(t, dir, s.args...); printed != "" {
 				t.Fatalf("the killed process printed %q", printed)
 			}
-			// The ref moved to the killed process's commit: one new commit of s.op.
+			// The ref moved to the killed process's commit: one new commit of s.op
+			// (under the board commit chained on it, when the board changed).
 			committed := git(t, dir, "rev-parse", "refs/loopx/state")
 			if committed == before {
 				t.Fatalf("the state ref did not move")
+			}
+			if git(t, dir, "log", "-1", "--format=%(trailers:key=Loopx-Projection-Of,valueonly,separator=)", committed) != "" {
+				committed = git(t, dir, "rev-parse", committed+"^")
 			}
 			if parent := git(t, dir, "rev-parse", committed+"^"); parent != before {
 				t.Fatalf("the killed commit's parent is %s, want %s", parent, before)

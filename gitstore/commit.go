@@ -184,7 +184,7 @@ func (s *Store) install(pend *pendingObjects, expected, head Hash, commits int, 
 		return err
 	}
 	defer os.Remove(twin) // runs after lk.release: a lock always has its twin
-	err = s.odb.write(pend.objs, twinFile)
+	err = s.odb.writePacked(pend.objs, twinFile)
 	if cerr := twinFile.Close(); err == nil {
 		err = cerr
 	}

@@ -48,6 +48,9 @@ import (
 const (
 	gcStateFile = "loopx-gc-state"
 	gcEvery     = 100 // commits between automatic GCs
+	// maxOwnPacks also triggers GC: each commit writes a small pack (see
+	// packwrite.go), and a reader looks at every pack's index.
+	maxOwnPacks = 40
 )
 
 // GCStats reports what GC did. Loose counts and sizes cover the whole
@@ -186,7 +189,7 @@ func (s *Store) MaybeGC() {
 
 func (s *Store) maybeGCLocked() {
 	st, err := readGCState(s.commonDir)
-	if err != nil || st.commits < gcEvery {
+	if err != nil || st.commits < gcEvery && len(st.packs) <= maxOwnPacks {
 		return
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -290,6 +293,7 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	}
 	s.mu.Unlock()
 	s.cleanRefLockTwins()
+	removeStaleTmpPacks(packDir)
 
 	if withStats {
 		stats.LooseAfter, stats.SizeAfter = objectDirUsage(objDir)

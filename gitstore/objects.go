@@ -28,7 +28,8 @@ import (
 // the pack lists are refreshed once and the lookup retried, because another
 // process's GC may have moved loose objects into a new pack.
 //
-// Writes are loose objects, fsynced before they become visible.
+// Writes are fsynced before they become visible: a commit's objects as one
+// small pack (packwrite.go), single objects loose.
 //
 // An objectDB is not goroutine-safe; Store.mu guards it.
 type objectDB struct {
@@ -49,6 +50,9 @@ type objectDB struct {
 	// noSync skips every fsync of write and of the ref update. Tests that
 	// measure something other than durability (object growth) set it.
 	noSync bool
+	// looseOnly writes every object loose (tests that delete one object
+	// to make it unreadable, or that count loose objects).
+	looseOnly bool
 }
 
 func newObjectDB(commonDir string, repo *git.Repository) *objectDB {

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
@@ -428,7 +427,7 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	if err != nil {
 		return err
 	}
-	pack, err := encodePack(objs)
+	pack, _, _, err := encodePack(objs)
 	if err != nil {
 		return err
 	}
@@ -632,37 +631,6 @@ func (s *Store) treeDiffObjects(h, base Hash, add func(Hash) (bool, error)) erro
 		}
 	}
 	return nil
-}
-
-// encodePack writes objs as a version 2 pack without deltas (the objects of
-// one commit are few and small; the server stores them as it likes).
-func encodePack(objs []newObject) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString("PACK")
-	binary.Write(&b, binary.BigEndian, uint32(2))
-	binary.Write(&b, binary.BigEndian, uint32(len(objs)))
-	zw, _ := zlib.NewWriterLevel(&b, zlib.BestSpeed)
-	for _, o := range objs {
-		size := len(o.data)
-		c := byte(o.typ)<<4 | byte(size&0x0f)
-		size >>= 4
-		for size > 0 {
-			b.WriteByte(c | 0x80)
-			c = byte(size & 0x7f)
-			size >>= 7
-		}
-		b.WriteByte(c)
-		zw.Reset(&b)
-		if _, err := zw.Write(o.data); err != nil {
-			return nil, err
-		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
-	}
-	sum := sha1.Sum(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes(), nil
 }
 
 // WriteCommit writes a commit whose parent is parent (none if ZeroHash) and

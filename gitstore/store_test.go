@@ -439,6 +439,7 @@ func TestReflog(t *testing.T) {
 func TestLog(t *testing.T) {
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
+	s.odb.looseOnly = true // one commit object is deleted below
 	var hashes []Hash
 	for i := 0; i < 50; i++ {
 		unlock, _ := s.Lock(context.Background(), true)

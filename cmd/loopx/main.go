@@ -4,8 +4,21 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"github.com/loopx-dev/loopx/cmd/loopx/cli"
 )
 
-func main() { os.Exit(cli.Main()) }
+// A loopx process lives for one command, usually a few milliseconds: its
+// garbage is collected only once the heap nears memLimit, unless GOGC or
+// GOMEMLIMIT say otherwise. (At 10,000 todos this saves ~4 ms of a 23 ms
+// `todo add`; the largest command, a full list, peaks near 150 MB.)
+const memLimit = 256 << 20
+
+func main() {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(memLimit)
+	}
+	os.Exit(cli.Main())
+}

@@ -1,0 +1,57 @@
+package gitstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCommitWritesOnePack: a commit's new objects land in one pack that
+// git verifies and reads, with no loose object; the pack is named in the
+// GC state file.
+func TestCommitWritesOnePack(t *testing.T) {
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	packDir := filepath.Join(s.CommonDir(), "objects", "pack")
+	before, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	looseBefore, _ := objectDirUsage(s.odb.objDir)
+	h := commitT(t, s, put("goals/g/todos/ab/todo_x.yaml", "id: x\n"), put("goals/g/goal.yaml", "g\n"))
+	after, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d packs after one commit, %d before", len(after), len(before))
+	}
+	if loose, _ := objectDirUsage(s.odb.objDir); loose != looseBefore {
+		t.Fatalf("%d loose objects written", loose-looseBefore)
+	}
+	idx := after[len(after)-1]
+	out := runGitT(t, dir, "verify-pack", "-v", idx)
+	// 2 blobs, 5 trees (root, goals, g, todos, ab), 1 commit.
+	if n := strings.Count(out, " blob ") + strings.Count(out, " tree ") + strings.Count(out, " commit "); n != 8 {
+		t.Fatalf("pack holds %d objects:\n%s", n, out)
+	}
+	if got := runGitT(t, dir, "show", h.String()+":goals/g/todos/ab/todo_x.yaml"); got != "id: x" {
+		t.Fatalf("git reads %q", got)
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
+	if st, _ := readGCState(s.CommonDir()); len(st.packs) == 0 || st.packs[len(st.packs)-1].String() != name {
+		t.Fatalf("state lists %v, want %s last", st.packs, name)
+	}
+	// Another process (a fresh Store) reads it.
+	if files := walkT(t, snapT(t, openT(t, dir, Options{})), ""); files["goals/g/goal.yaml"] != "g\n" {
+		t.Fatalf("fresh store reads %v", files)
+	}
+	fsckT(t, dir)
+	// A stale temporary pack of a dead writer is removed by GC.
+	tmp := filepath.Join(packDir, "tmp_pack_loopx_1_1")
+	if err := os.WriteFile(tmp, []byte("x"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(tmp, old, old)
+	removeStaleTmpPacks(packDir)
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("stale tmp pack kept: %v", err)
+	}
+}
