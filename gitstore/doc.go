@@ -12,8 +12,9 @@
 //     <common git dir>/loopx.lock (Store.Lock). The kernel drops it when a
 //     process dies, so it is never stale.
 //   - Commit writes only the blobs and trees on changed paths (unchanged
-//     subtrees keep their names) as loose objects, and fsyncs every new
-//     object and its directory before the ref moves. A Transact proposal
+//     subtrees keep their names), all in one small pack (packwrite.go: two
+//     new files, where loose objects would be a dozen), and fsyncs the pack,
+//     its index and their directory before the ref moves. A Transact proposal
 //     may chain a second commit on the first (Proposal.Next): the objects
 //     of both are fsynced in one round and the ref moves once, from the
 //     old head to the second commit.
@@ -37,11 +38,12 @@
 //
 // GC (gc.go) packs the loose objects of the commits since the last GC with
 // `git pack-objects --incremental`, removes the packed loose copies with
-// `git prune-packed`, and merges gitstore's own packs when they stop
-// forming a geometric progression, so packs stay few and each object is
-// rewritten O(log n) times. The rest of the user's repository is never
-// repacked. MaybeGC, run by Transact after each commit, triggers it every
-// 100 commits by reading a counter in <common dir>/loopx-gc-state.
+// `git prune-packed`, and merges gitstore's own packs (the per-commit packs
+// included) when they stop forming a geometric progression, so packs stay
+// few and each object is rewritten O(log n) times. The rest of the user's
+// repository is never repacked. MaybeGC, run by Transact after each commit,
+// triggers it every 100 commits, or once more than 40 gitstore packs are
+// listed, by reading <common dir>/loopx-gc-state.
 //
 // A Store is safe for concurrent use by several goroutines (go-git, which
 // is not, is only used under the Store's mutex). Only SHA-1 repositories
