@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,10 +125,36 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 		if d := v.Data.(lx.VerifyData); len(d.PendingBoards) > 0 {
 			t.Fatalf("step %d (%s): the delivered board differs from a full render of the head", step, op)
 		}
+		checkUnblocks(t, s, pick())
 		checked++
 	}
 	if checked < 60 {
 		t.Fatalf("only %d mutations were checked", checked)
+	}
+}
+
+// checkUnblocks: todo show's unblocks (answered from the board model) are
+// the todos whose depends_on names the todo, as the full list shows them.
+func checkUnblocks(t *testing.T, s *lx.Store, id string) {
+	t.Helper()
+	show, err := s.ShowTodo("g", id)
+	if err != nil {
+		return // not there (deleted by a foreign commit)
+	}
+	got := show.Data.(map[string]any)["todo"].(lease.TodoView).Unblocks
+	list, err := s.ListTodos(lx.TodoFilter{Goal: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{}
+	for _, tv := range list.Data.(map[string]any)["todos"].([]lease.TodoView) {
+		if slices.Contains(tv.DependsOn, id) {
+			want = append(want, tv.ID)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("unblocks of %s: %v, want %v", id, got, want)
 	}
 }
 

@@ -48,6 +48,16 @@ func revString(h gitstore.Hash) string {
 func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
 	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
 	v.UseCache(s.cache)
+	// Which todos depend on one (todo show's unblocks) comes from the
+	// goal's board model, which holds every todo's dependencies, instead
+	// of a scan of every todo.
+	v.UseDependents(func(goal, id string) ([]string, bool) {
+		m := s.loadBoardModel(sn, v, goal)
+		if m == nil {
+			return nil, false
+		}
+		return m.Dependents(id), true
+	})
 	return v
 }
 

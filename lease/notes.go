@@ -20,7 +20,6 @@ package lease
 //     claim_ttl_minutes and claim_expires_at stay visible).
 
 import (
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -135,19 +134,9 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 	if rel.OpenDependencies, err = OpenDependencies(v, goal, t); err != nil {
 		return TodoView{}, err
 	}
-	all, err := v.Todos(goal)
-	if err != nil {
+	if rel.Unblocks, err = Dependents(v, goal, t.ID); err != nil {
 		return TodoView{}, err
 	}
-	for _, o := range all {
-		for _, d := range o.DependsOn {
-			if d == t.ID {
-				rel.Unblocks = append(rel.Unblocks, o.ID)
-				break
-			}
-		}
-	}
-	slices.Sort(rel.Unblocks)
 	if l != nil {
 		lv, err := ViewLease(v, goal, l, now)
 		if err != nil {

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,38 @@ type View struct {
 	HeadTime time.Time // decision time recorded in that revision
 	writes   map[string][]byte
 	cache    *RecordCache
+	// dependents, when set, answers Dependents from a derived index.
+	dependents DependentsIndex
+}
+
+// DependentsIndex answers, from an index derived from the view's records
+// (its writes included), which todos of goal name id in depends_on: their
+// ids, sorted. ok is false when it cannot answer; the records are scanned.
+type DependentsIndex func(goal, id string) (ids []string, ok bool)
+
+// UseDependents makes Dependents consult ix before scanning every todo.
+func (v *View) UseDependents(ix DependentsIndex) { v.dependents = ix }
+
+// Dependents returns the ids of the goal's todos whose depends_on names id,
+// sorted (never nil).
+func Dependents(v *View, goal, id string) ([]string, error) {
+	if v.dependents != nil {
+		if ids, ok := v.dependents(goal, id); ok {
+			return ids, nil
+		}
+	}
+	all, err := v.Todos(goal)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, o := range all {
+		if slices.Contains(o.DependsOn, id) {
+			out = append(out, o.ID)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // UseCache makes full scans of todos and leases reuse records decoded by

@@ -177,6 +177,19 @@ func (m *Model) DeleteLease(todoID string) {
 	}
 }
 
+// Dependents returns the ids of the todos whose dependencies name id,
+// sorted (never nil).
+func (m *Model) Dependents(id string) []string {
+	out := []string{}
+	for _, e := range m.order {
+		if slices.Contains(e.deps, id) {
+			out = append(out, e.id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Len is the number of todos.
 func (m *Model) Len() int { return len(m.order) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/loopx-dev/loopx/lease"
@@ -141,6 +142,18 @@ func TestModelMatchesRender(t *testing.T) {
 			}
 			if want := Render(w.board()); !bytes.Equal(got, want) {
 				t.Fatalf("seed %d step %d (%s): model and full render differ\nmodel:\n%s\nfull:\n%s", seed, step, op, got, want)
+			}
+			for _, id := range []string{ids[rng.IntN(len(ids))], "todo_missing"} {
+				var want []string
+				for _, td := range w.todos {
+					if slices.Contains(td.DependsOn, id) {
+						want = append(want, td.ID)
+					}
+				}
+				slices.Sort(want)
+				if got := m.Dependents(id); len(got) != len(want) || (len(want) > 0 && !slices.Equal(got, want)) {
+					t.Fatalf("seed %d step %d: dependents of %s: %v, want %v", seed, step, id, got, want)
+				}
 			}
 		}
 		if m.Len() != len(w.todos) {
