@@ -64,7 +64,13 @@ type GCStats struct {
 type gcState struct {
 	commits int
 	packed  Hash
-	packs   []Hash
+	packs   []Hash // packs GC wrote
+	// cpacks are the packs commits wrote (packwrite.go), oldest first:
+	// whole objects, one commit each. GC merges them into one pack before
+	// judging the geometric progression, so that their size (several
+	// times their size once delta-compressed) never makes GC rewrite the
+	// big packs early.
+	cpacks []Hash
 }
 
 func readGCState(commonDir string) (gcState, error) {
@@ -90,6 +96,10 @@ func readGCState(commonDir string) (gcState, error) {
 			if plumbing.IsHash(val) {
 				st.packs = append(st.packs, plumbing.NewHash(val))
 			}
+		case "cpack":
+			if plumbing.IsHash(val) {
+				st.cpacks = append(st.cpacks, plumbing.NewHash(val))
+			}
 		}
 	}
 	return st, nil
@@ -107,6 +117,9 @@ func writeGCState(commonDir string, st gcState) error {
 	}
 	for _, p := range st.packs {
 		fmt.Fprintf(&b, "pack %s\n", p)
+	}
+	for _, p := range st.cpacks {
+		fmt.Fprintf(&b, "cpack %s\n", p)
 	}
 	name := filepath.Join(commonDir, gcStateFile)
 	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
@@ -189,7 +202,7 @@ func (s *Store) MaybeGC() {
 
 func (s *Store) maybeGCLocked() {
 	st, err := readGCState(s.commonDir)
-	if err != nil || st.commits < gcEvery && len(st.packs) <= maxOwnPacks {
+	if err != nil || st.commits < gcEvery && len(st.cpacks) <= maxOwnPacks {
 		return
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -269,7 +282,12 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 		}
 	}
 
-	// 3. Keep gitstore's packs geometric. When packs are merged, also
+	// 3. Merge the packs commits wrote into one (their objects, with
+	// deltas between them), then keep gitstore's packs geometric.
+	if err := s.mergeCommitPacks(ctx, gitBin, objDir, prefix, &st); err != nil {
+		return stats, err
+	}
+	// When packs are merged, also
 	// run `git prune-packed`, which drops every loose object that is in
 	// some pack (such as objects written again after the user's git gc
 	// packed them).
@@ -302,6 +320,53 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 		stats.Packs = len(names)
 	}
 	return stats, nil
+}
+
+// mergeCommitPacks rewrites the packs commits wrote into one pack listed
+// with GC's packs (a single one is just listed), and deletes them.
+func (s *Store) mergeCommitPacks(ctx context.Context, gitBin, objDir, prefix string, st *gcState) error {
+	cpacks := existingPacks(objDir, st.cpacks)
+	if len(cpacks) <= 1 {
+		st.packs = append(st.packs, cpacks...)
+		st.cpacks = nil
+		return writeGCState(s.commonDir, *st)
+	}
+	var in strings.Builder
+	for _, p := range cpacks {
+		idx, err := readPackIndex(objDir, p)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < idx.count(); i++ {
+			in.WriteString(idx.name(i).String())
+			in.WriteByte('\n')
+		}
+		idx.unmap()
+	}
+	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q", prefix)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSpace(out)
+	if !plumbing.IsHash(name) {
+		return fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
+	}
+	if err := syncDir(filepath.Dir(prefix)); err != nil {
+		return err
+	}
+	merged := plumbing.NewHash(name)
+	st.packs = append(st.packs, merged)
+	st.cpacks = nil
+	// Record the merged pack before deleting the old ones.
+	if err := writeGCState(s.commonDir, *st); err != nil {
+		return err
+	}
+	for _, p := range cpacks {
+		if p != merged {
+			removePack(objDir, p)
+		}
+	}
+	return nil
 }
 
 // existingPacks keeps the packs whose .pack and .idx files exist.

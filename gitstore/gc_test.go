@@ -17,8 +17,8 @@ func TestGC(t *testing.T) {
 	for i := 0; i < 150; i++ {
 		commitT(t, s, put(fmt.Sprintf("todos/%03d.yaml", i), fmt.Sprintf("id: %d\ntitle: todo %d\n", i, i)))
 	}
-	if st, _ := readGCState(s.CommonDir()); st.commits != 150 || len(st.packs) != 150 {
-		t.Errorf("counter = %d, %d packs (one per commit)", st.commits, len(st.packs))
+	if st, _ := readGCState(s.CommonDir()); st.commits != 150 || len(st.cpacks) != 150 {
+		t.Errorf("counter = %d, %d commit packs (one per commit)", st.commits, len(st.cpacks))
 	}
 	stats, err := s.GC(ctx)
 	if err != nil {
@@ -29,7 +29,7 @@ func TestGC(t *testing.T) {
 	if stats.LooseAfter > 3 || stats.SizeAfter >= stats.SizeBefore || stats.Packs != 1 {
 		t.Errorf("stats %+v", stats)
 	}
-	if st, _ := readGCState(s.CommonDir()); st.commits != 0 || len(st.packs) != 1 {
+	if st, _ := readGCState(s.CommonDir()); st.commits != 0 || len(st.packs) != 1 || len(st.cpacks) != 0 {
 		t.Errorf("state after GC: %+v", st)
 	}
 	if got := runGitT(t, dir, "rev-parse", "--verify", "HEAD"); got == "" {
@@ -97,8 +97,8 @@ func TestMaybeGCCountsPacks(t *testing.T) {
 		commitT(t, s, put("f/"+strconv.Itoa(i), "x"))
 	}
 	s.MaybeGC()
-	if st, _ := readGCState(s.CommonDir()); len(st.packs) != maxOwnPacks {
-		t.Fatalf("MaybeGC ran early: %d packs listed", len(st.packs))
+	if st, _ := readGCState(s.CommonDir()); len(st.cpacks) != maxOwnPacks {
+		t.Fatalf("MaybeGC ran early: %d commit packs listed", len(st.cpacks))
 	}
 	if _, err := s.Transact(context.Background(), func(sn *Snapshot) (*Proposal, error) {
 		return &Proposal{Changes: []Change{put("last", "x")}}, nil
@@ -106,8 +106,8 @@ func TestMaybeGCCountsPacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := readGCState(s.CommonDir())
-	if len(st.packs) > 3 || st.commits != 0 {
-		t.Fatalf("after the automatic GC: %d packs listed, counter %d", len(st.packs), st.commits)
+	if len(st.packs) > 3 || len(st.cpacks) != 0 || st.commits != 0 {
+		t.Fatalf("after the automatic GC: %d packs and %d commit packs listed, counter %d", len(st.packs), len(st.cpacks), st.commits)
 	}
 	if files := walkT(t, snapT(t, s), ""); len(files) != maxOwnPacks+1 {
 		t.Fatalf("%d files after GC", len(files))

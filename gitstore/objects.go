@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,8 +198,9 @@ func (db *objectDB) loadPacks() {
 	// Newest first: recent objects, the ones usually read, are found in
 	// the first index searched.
 	own := map[Hash]bool{}
-	for i := len(st.packs) - 1; i >= 0; i-- {
-		name := st.packs[i]
+	listed := append(slices.Clone(st.packs), st.cpacks...)
+	for i := len(listed) - 1; i >= 0; i-- {
+		name := listed[i]
 		own[name] = true
 		p, err := openPack(db.objDir, name, db.deltaCache)
 		if err != nil {

@@ -211,7 +211,7 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 // notePack names a pack just written in the GC state file (appending a
 // line in place: no new file) and makes it visible to this reader.
 func (db *objectDB) notePack(name Hash) {
-	line := []byte("pack " + name.String() + "\n")
+	line := []byte("cpack " + name.String() + "\n")
 	stateFile := filepath.Join(db.commonDir, gcStateFile)
 	if f, err := os.OpenFile(stateFile, os.O_WRONLY, 0); err == nil {
 		_, err = f.Seek(0, io.SeekEnd)
@@ -220,7 +220,7 @@ func (db *objectDB) notePack(name Hash) {
 		}
 		f.Close()
 	} else if st, err := readGCState(db.commonDir); err == nil {
-		st.packs = append(st.packs, name)
+		st.cpacks = append(st.cpacks, name)
 		writeGCState(db.commonDir, st)
 	}
 	if db.packsLoaded {

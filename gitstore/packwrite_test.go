@@ -35,8 +35,8 @@ func TestCommitWritesOnePack(t *testing.T) {
 		t.Fatalf("git reads %q", got)
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
-	if st, _ := readGCState(s.CommonDir()); len(st.packs) == 0 || st.packs[len(st.packs)-1].String() != name {
-		t.Fatalf("state lists %v, want %s last", st.packs, name)
+	if st, _ := readGCState(s.CommonDir()); len(st.cpacks) == 0 || st.cpacks[len(st.cpacks)-1].String() != name {
+		t.Fatalf("state lists %v, want %s last", st.cpacks, name)
 	}
 	// Another process (a fresh Store) reads it.
 	if files := walkT(t, snapT(t, openT(t, dir, Options{})), ""); files["goals/g/goal.yaml"] != "g\n" {
