@@ -46,10 +46,14 @@ type todoEntry struct {
 	archived, claimed    bool
 	leased               bool // its lease is recorded active
 	deps                 []string
-	// text is the todo's rendered lines ("" when not rendered yet), valid
-	// while depKey equals the statuses of its dependencies.
-	text, depKey string
+	// text is the todo's rendered lines (nil when not rendered yet): only
+	// the shown todos have one, so it is kept apart from the entry.
+	text *todoText
 }
+
+// todoText is a todo's rendered lines, valid while depKey equals the
+// statuses of its dependencies.
+type todoText struct{ lines, depKey string }
 
 type leaseEntry struct {
 	todoID  string
@@ -151,7 +155,7 @@ func (m *Model) PutLease(l *lease.Lease) {
 	}
 	if t := m.todo(l.TodoID); t != nil {
 		t.leased = e.active
-		t.text = "" // its lease line and note staleness may change
+		t.text = nil // its lease line and note staleness may change
 	}
 }
 
@@ -173,7 +177,7 @@ func (m *Model) DeleteLease(todoID string) {
 	}
 	m.leases = slices.Delete(m.leases, i, i+1)
 	if t := m.todo(todoID); t != nil {
-		t.leased, t.text = false, ""
+		t.leased, t.text = false, nil
 	}
 }
 
@@ -296,8 +300,8 @@ func (m *Model) Render(recs Records) ([]byte, error) {
 func (m *Model) todoText(e *todoEntry, recs Records) (string, error) {
 	m.shown[e.id] = true
 	key := m.depKey(e)
-	if e.text != "" && e.depKey == key {
-		return e.text, nil
+	if e.text != nil && e.text.depKey == key {
+		return e.text.lines, nil
 	}
 	t, err := recs.Todo(e.id)
 	if err != nil {
@@ -317,8 +321,8 @@ func (m *Model) todoText(e *todoEntry, recs Records) (string, error) {
 	}
 	var w writer
 	writeTodo(&w, t, l, m.deps(e))
-	e.text, e.depKey = string(w.bytes()), key
-	return e.text, nil
+	e.text = &todoText{lines: string(w.bytes()), depKey: key}
+	return e.text.lines, nil
 }
 
 // chartOf returns the timeline section of lease e.

@@ -43,7 +43,23 @@ const (
 
 // Encode returns the persisted form of m.
 func (m *Model) Encode() []byte {
-	b := append([]byte(modelMagic), modelVersion)
+	// One allocation of the right size: a CLI process runs on fresh
+	// memory, where growing a buffer by doubling costs page faults.
+	size := 64 + len(m.goal.title)
+	for _, e := range m.order {
+		size += 16 + len(e.id) + len(e.priority) + len(e.status)
+		for _, d := range e.deps {
+			size += 4 + len(d)
+		}
+		if e.text != nil {
+			size += 8 + len(e.text.lines) + len(e.text.depKey)
+		}
+	}
+	for _, e := range m.leases {
+		size += 24 + len(e.todoID) + len(e.chart)
+	}
+	b := make([]byte, 0, size)
+	b = append(append(b, modelMagic...), modelVersion)
 	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
 	g := m.goal
 	if g.present {
@@ -60,7 +76,7 @@ func (m *Model) Encode() []byte {
 		str(e.id)
 		str(e.priority)
 		str(e.status)
-		keep := e.text != "" && (m.shown == nil || m.shown[e.id])
+		keep := e.text != nil && (m.shown == nil || m.shown[e.id])
 		var f byte
 		if e.archived {
 			f |= flagArchived
@@ -80,8 +96,8 @@ func (m *Model) Encode() []byte {
 			str(d)
 		}
 		if keep {
-			str(e.text)
-			str(e.depKey)
+			str(e.text.lines)
+			str(e.text.depKey)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.leases)))
@@ -231,7 +247,7 @@ func DecodeModel(data []byte) (*Model, error) {
 			}
 		}
 		if f&flagText != 0 {
-			e.text, e.depKey = r.str(), r.str()
+			e.text = &todoText{lines: r.str(), depKey: r.str()}
 		}
 		if k := len(m.order); k > 0 && orderCmp(m.order[k-1], e) >= 0 {
 			return nil, errBadModel
