@@ -35,9 +35,13 @@ func growHistory(t testing.TB, dir string, n int) {
 	}
 }
 
-// BenchmarkLongHistory compares read commands on a fresh store and on one
-// whose state ref has 100,000 more commits (a short log, a filtered log whose
-// matches are recent, todo show, and the commit-time guard check).
+// addCounter names the todos benchmark iterations add (b.N restarts at 0).
+var addCounter int
+
+// BenchmarkLongHistory compares commands on a fresh store and on one whose
+// state ref has 100,000 more commits: a short log, a filtered log whose
+// matches are recent, todo show, the commit-time guard check, and a todo add
+// (board delivered).
 func BenchmarkLongHistory(b *testing.B) {
 	setup := func(b *testing.B, history int) string {
 		dir := newStore(b, "g", "agent-a", "agent-b")
@@ -70,5 +74,11 @@ func BenchmarkLongHistory(b *testing.B) {
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("todo-add/history=%d", history), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				addCounter++
+				must(b, dir, "todo", "add", "--goal-id", "g", "--todo-id", fmt.Sprintf("todo_added_%06d", addCounter), "--text", "x")
+			}
+		})
 	}
 }

@@ -203,6 +203,18 @@ func (s *Store) transactRemote(ctx context.Context, decide func(sn *gitstore.Sna
 		if err != nil {
 			return head, err
 		}
+		// A chained commit (the board) rides in the same push.
+		if p.Next != nil {
+			p2, err := p.Next(n)
+			if err != nil {
+				return head, err
+			}
+			if p2 != nil {
+				if n, err = s.git.WriteCommit(n, p2.Changes, p2.Info); err != nil {
+					return head, err
+				}
+			}
+		}
 		err = s.git.Push(ctx, s.remote.name, head, n)
 		if err == nil {
 			s.remote.sh.setKnown(n)
@@ -428,6 +440,21 @@ func (s *Store) transactOffline(ctx context.Context, decide func(sn *gitstore.Sn
 			msg += TrailerRequest + ": " + base64.StdEncoding.EncodeToString(raw) + "\n"
 		}
 		p.Info.Message = msg
+		if next := p.Next; next != nil {
+			// A chained board commit is offline work too (sync skips it:
+			// the replays deliver their own boards).
+			p.Next = func(first gitstore.Hash) (*gitstore.Proposal, error) {
+				p2, err := next(first)
+				if p2 != nil {
+					m := p2.Info.Message
+					if m != "" && !strings.HasSuffix(m, "\n") {
+						m += "\n"
+					}
+					p2.Info.Message = m + TrailerOffline + ": " + s.remote.name + "\n"
+				}
+				return p2, err
+			}
+		}
 		return p, nil
 	})
 }

@@ -88,12 +88,12 @@ func authorEmail(actor string) string { return actor + "@loopx.invalid" }
 // mutate runs decide in a transaction on the state ref and delivers the
 // board when the decision may have changed it.
 //
-// On a local store the board is rendered in the same transaction, from the
-// decision's view, and its commit is chained on the state commit
-// (gitstore.Proposal.Next): two commits, the board's naming the state
-// commit it renders, installed by one ref update. A board that cannot be
-// rendered there, a remote store and an injected projection fault take the
-// separate delivery of deliverBoard, which may end "pending".
+// The board is rendered in the same transaction, from the decision's view,
+// and its commit is chained on the state commit (gitstore.Proposal.Next):
+// two commits, the board's naming the state commit it renders, installed by
+// one ref update (with a remote: one push). A board that cannot be rendered
+// there, and an injected projection fault, take the separate delivery of
+// deliverBoard, which may end "pending".
 func (s *Store) mutate(decide decideFunc) (*Result, error) {
 	ctx := context.Background()
 	var (
@@ -102,7 +102,7 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 		boardDone  bool          // the board was delivered (or found current) in the transaction
 		model      *markdown.Model
 		modelGoal  string
-		chainBoard = s.remote.name == "" && !s.opts.FailProjection
+		chainBoard = !s.opts.FailProjection
 	)
 	head, err := s.transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		stateRev, boardDone, model = gitstore.ZeroHash, false, nil

@@ -652,7 +652,7 @@ func (s *Store) WriteCommit(parent Hash, changes []Change, info CommitInfo) (Has
 	if err != nil {
 		return ZeroHash, err
 	}
-	if err := s.odb.write(pend.objs); err != nil {
+	if err := s.odb.writePacked(pend.objs); err != nil {
 		return ZeroHash, fmt.Errorf("gitstore: write objects: %w", err)
 	}
 	s.noteCommits(1)
