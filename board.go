@@ -60,16 +60,7 @@ func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal stri
 			return nil, nil, err
 		}
 	}
-	todos, err := v.Todos(goal)
-	if err != nil {
-		return nil, nil, err
-	}
-	leases, err := v.Leases(goal)
-	if err != nil {
-		return nil, nil, err
-	}
-	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases})
-	return board, m, nil
+	return renderBoardFull(v, goal)
 }
 
 // loadBoardModel returns the goal's saved model brought up to date with

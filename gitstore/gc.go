@@ -331,30 +331,10 @@ func (s *Store) mergeCommitPacks(ctx context.Context, gitBin, objDir, prefix str
 		st.cpacks = nil
 		return writeGCState(s.commonDir, *st)
 	}
-	var in strings.Builder
-	for _, p := range cpacks {
-		idx, err := readPackIndex(objDir, p)
-		if err != nil {
-			return err
-		}
-		for i := 0; i < idx.count(); i++ {
-			in.WriteString(idx.name(i).String())
-			in.WriteByte('\n')
-		}
-		idx.unmap()
-	}
-	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q", prefix)
+	merged, err := s.repack(ctx, gitBin, objDir, prefix, cpacks)
 	if err != nil {
 		return err
 	}
-	name := strings.TrimSpace(out)
-	if !plumbing.IsHash(name) {
-		return fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
-	}
-	if err := syncDir(filepath.Dir(prefix)); err != nil {
-		return err
-	}
-	merged := plumbing.NewHash(name)
 	st.packs = append(st.packs, merged)
 	st.cpacks = nil
 	// Record the merged pack before deleting the old ones.
@@ -367,6 +347,37 @@ func (s *Store) mergeCommitPacks(ctx context.Context, gitBin, objDir, prefix str
 		}
 	}
 	return nil
+}
+
+// repack writes the objects of packs into one new pack with `git
+// pack-objects`, fed the exact list of their objects (so none can be lost,
+// whatever points to it; existing deltas are reused), and returns its name
+// once it is durable. The old packs are left for the caller to delete.
+func (s *Store) repack(ctx context.Context, gitBin, objDir, prefix string, packs []Hash) (Hash, error) {
+	var in strings.Builder
+	for _, p := range packs {
+		idx, err := readPackIndex(objDir, p)
+		if err != nil {
+			return ZeroHash, err
+		}
+		for i := 0; i < idx.count(); i++ {
+			in.WriteString(idx.name(i).String())
+			in.WriteByte('\n')
+		}
+		idx.unmap()
+	}
+	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q", prefix)
+	if err != nil {
+		return ZeroHash, err
+	}
+	name := strings.TrimSpace(out)
+	if !plumbing.IsHash(name) {
+		return ZeroHash, fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
+	}
+	if err := syncDir(filepath.Dir(prefix)); err != nil {
+		return ZeroHash, err
+	}
+	return plumbing.NewHash(name), nil
 }
 
 // existingPacks keeps the packs whose .pack and .idx files exist.
@@ -428,28 +439,12 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 	if n < 2 {
 		return false, nil
 	}
-	var in strings.Builder
+	var small []Hash
 	for _, c := range cands[:n] {
-		idx, err := readPackIndex(objDir, c.name)
-		if err != nil {
-			return false, err
-		}
-		for i := 0; i < idx.count(); i++ {
-			in.WriteString(idx.name(i).String())
-			in.WriteByte('\n')
-		}
-		idx.unmap()
+		small = append(small, c.name)
 	}
-	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q", prefix)
+	merged, err := s.repack(ctx, gitBin, objDir, prefix, small)
 	if err != nil {
-		return false, err
-	}
-	name := strings.TrimSpace(out)
-	if !plumbing.IsHash(name) {
-		return false, fmt.Errorf("gitstore: gc: pack-objects printed %q", truncate(name, 60))
-	}
-	merged := plumbing.NewHash(name)
-	if err := syncDir(filepath.Dir(prefix)); err != nil {
 		return false, err
 	}
 	packs := append([]Hash{}, keep...)
