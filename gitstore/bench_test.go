@@ -72,9 +72,9 @@ func BenchmarkSnapshotRead(b *testing.B) {
 		for i := 0; i < 200; i++ {
 			commitT(b, s, put(fmt.Sprintf("items/%05d.yaml", i), fmt.Sprintf("v%d", i)))
 		}
-		name := "loose"
+		name := "commit-packs" // one small pack per commit, no GC yet
 		if packed {
-			name = "packed"
+			name = "gc"
 			if _, err := s.GC(context.Background()); err != nil {
 				b.Fatal(err)
 			}

@@ -201,28 +201,34 @@ func (db *objectDB) loadPacks() {
 	listed := append(slices.Clone(st.packs), st.cpacks...)
 	for i := len(listed) - 1; i >= 0; i-- {
 		name := listed[i]
-		own[name] = true
-		p, err := openPack(db.objDir, name, db.deltaCache)
-		if err != nil {
-			continue // deleted by someone's git gc: the fallback finds the objects
+		if !own[name] {
+			own[name] = true
+			// Opened on first use; one deleted by someone's git gc has
+			// nothing, and the fallback finds the objects.
+			db.packs = append(db.packs, lazyPack(db.objDir, name, db.deltaCache))
 		}
-		db.packs = append(db.packs, p)
 	}
 	// Then every other pack (the user's `git gc`, fetches, fast-import):
 	// the same reader serves any non-thin pack with a v2 index, so a
 	// repository packed by git is read as fast as one packed by loopx.
 	// Packs it cannot read are left to the go-git fallback.
+	type other struct {
+		name Hash
+		mod  time.Time
+	}
+	var others []other
 	idxs, _ := filepath.Glob(filepath.Join(db.objDir, "pack", "pack-*.idx"))
-	sort.Slice(idxs, func(i, j int) bool { return modTime(idxs[i]).After(modTime(idxs[j])) })
 	for _, idx := range idxs {
 		hex := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
 		name := plumbing.NewHash(hex)
 		if own[name] || name.String() != hex {
 			continue
 		}
-		if p, err := openPack(db.objDir, name, db.deltaCache); err == nil {
-			db.packs = append(db.packs, p)
-		}
+		others = append(others, other{name, modTime(idx)})
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].mod.After(others[j].mod) })
+	for _, o := range others {
+		db.packs = append(db.packs, lazyPack(db.objDir, o.name, db.deltaCache))
 	}
 }
 
@@ -248,7 +254,7 @@ func (db *objectDB) has(h Hash) bool {
 	}
 	db.loadPacks()
 	for _, p := range db.packs {
-		if p.idx.find(h) >= 0 {
+		if p.find(h) >= 0 {
 			return true
 		}
 	}

@@ -103,13 +103,14 @@ func (idx *packIndex) offset(i int) int64 {
 	return int64(binary.BigEndian.Uint64(idx.off64[8*j:]))
 }
 
-// packReader reads objects from one pack, mapped in memory (the .pack is
-// mapped on the first object read from it).
+// packReader reads objects from one pack, mapped in memory (the .idx on
+// the first lookup, the .pack on the first object read from it).
 type packReader struct {
 	objDir string
 	name   Hash
-	idx    *packIndex
-	data   []byte // the whole .pack, once mapped
+	idx    *packIndex // nil until loaded, or if it cannot be read
+	loaded bool       // the index was looked for
+	data   []byte     // the whole .pack, once mapped
 	unmap  func()
 	zr     io.ReadCloser
 	base   *baseCache
@@ -120,7 +121,27 @@ func openPack(objDir string, name Hash, c *baseCache) (*packReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &packReader{objDir: objDir, name: name, idx: idx, base: c}, nil
+	return &packReader{objDir: objDir, name: name, idx: idx, loaded: true, base: c}, nil
+}
+
+// lazyPack is a reader of pack name that maps its index on first use: a
+// lookup satisfied by a newer pack never opens the older ones.
+func lazyPack(objDir string, name Hash, c *baseCache) *packReader {
+	return &packReader{objDir: objDir, name: name, base: c}
+}
+
+// find returns the offset of h in the pack, or -1; a pack whose index
+// cannot be read (deleted by someone's git gc) has nothing, and the reader's
+// refresh or fallback finds the object elsewhere.
+func (p *packReader) find(h Hash) int64 {
+	if !p.loaded {
+		p.loaded = true
+		p.idx, _ = readPackIndex(p.objDir, p.name)
+	}
+	if p.idx == nil {
+		return -1
+	}
+	return p.idx.find(h)
 }
 
 // mapData maps the .pack file.
@@ -172,7 +193,7 @@ var errPackCorrupt = errors.New("corrupt pack")
 
 // get returns object h, or ok=false if the pack does not have it.
 func (p *packReader) get(h Hash) (t plumbing.ObjectType, data []byte, ok bool, err error) {
-	off := p.idx.find(h)
+	off := p.find(h)
 	if off < 0 {
 		return 0, nil, false, nil
 	}
@@ -304,7 +325,7 @@ func (p *packReader) header(off int64) (typ int, size, dataOff, baseOff int64, e
 		var h Hash
 		copy(h[:], b[i:i+20])
 		i += 20
-		baseOff = p.idx.find(h)
+		baseOff = p.find(h)
 		if baseOff < 0 {
 			return 0, 0, 0, 0, fmt.Errorf("%w: delta base %s not in the pack", errPackCorrupt, h)
 		}
@@ -335,7 +356,9 @@ func (p *packReader) inflate(off, size int64) ([]byte, error) {
 }
 
 func (p *packReader) close() error {
-	p.idx.unmap()
+	if p.idx != nil {
+		p.idx.unmap()
+	}
 	if p.unmap != nil {
 		p.unmap()
 	}
