@@ -311,7 +311,7 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	}
 	s.mu.Unlock()
 	s.cleanRefLockTwins()
-	removeStaleTmpPacks(packDir)
+	removeStaleTmpFiles(objDir)
 
 	if withStats {
 		stats.LooseAfter, stats.SizeAfter = objectDirUsage(objDir)

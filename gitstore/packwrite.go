@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -230,16 +231,31 @@ func (db *objectDB) notePack(name Hash) {
 	}
 }
 
-// removeStaleTmpPacks removes the temporary pack files of writers that
-// died before renaming them (older than an hour: a live writer holds the
-// fence and renames within milliseconds).
-func removeStaleTmpPacks(packDir string) {
-	for _, pat := range []string{"tmp_pack_loopx_*", "tmp_idx_loopx_*"} {
-		names, _ := filepath.Glob(filepath.Join(packDir, pat))
-		for _, n := range names {
-			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.Remove(n)
-			}
+// removeStaleTmpFiles removes what writers that died left behind, once it
+// is an hour old (a live writer holds the fence and finishes within
+// milliseconds; git's own writers finish within seconds): loopx's temporary
+// pack, index and loose object files, and packs without an index (a crash
+// between a pack's two renames; git never reads such a pack).
+func removeStaleTmpFiles(objDir string) {
+	packDir := filepath.Join(objDir, "pack")
+	var names []string
+	for _, pat := range []string{
+		filepath.Join(packDir, "tmp_pack_loopx_*"),
+		filepath.Join(packDir, "tmp_idx_loopx_*"),
+		filepath.Join(objDir, "??", "tmp_obj_loopx_*"),
+	} {
+		found, _ := filepath.Glob(pat)
+		names = append(names, found...)
+	}
+	packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+	for _, p := range packs {
+		if _, err := os.Stat(strings.TrimSuffix(p, ".pack") + ".idx"); errors.Is(err, os.ErrNotExist) {
+			names = append(names, p)
+		}
+	}
+	for _, n := range names {
+		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.Remove(n)
 		}
 	}
 }

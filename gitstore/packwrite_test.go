@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,15 +44,40 @@ func TestCommitWritesOnePack(t *testing.T) {
 		t.Fatalf("fresh store reads %v", files)
 	}
 	fsckT(t, dir)
-	// A stale temporary pack of a dead writer is removed by GC.
-	tmp := filepath.Join(packDir, "tmp_pack_loopx_1_1")
-	if err := os.WriteFile(tmp, []byte("x"), 0o444); err != nil {
+	// What a dead writer left behind is removed by GC once an hour old;
+	// anything recent is left alone.
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	objDir := s.odb.objDir
+	stale := []string{
+		filepath.Join(packDir, "tmp_pack_loopx_1_1"),
+		filepath.Join(packDir, "tmp_idx_loopx_1_1"),
+		filepath.Join(objDir, "ab", "tmp_obj_loopx_1_2"),
+		filepath.Join(packDir, "pack-"+strings.Repeat("1", 40)+".pack"), // no .idx
+	}
+	fresh := filepath.Join(packDir, "tmp_pack_loopx_1_3")
+	for _, n := range append(stale, fresh) {
+		os.MkdirAll(filepath.Dir(n), 0o777)
+		if err := os.WriteFile(n, []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range stale {
+		os.Chtimes(n, old, old)
+	}
+	if _, err := s.GC(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	os.Chtimes(tmp, old, old)
-	removeStaleTmpPacks(packDir)
-	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Fatalf("stale tmp pack kept: %v", err)
+	for _, n := range stale {
+		if _, err := os.Stat(n); !os.IsNotExist(err) {
+			t.Errorf("%s kept: %v", n, err)
+		}
 	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a recent temporary file was removed: %v", err)
+	}
+	// The store's own packs are intact.
+	if files := walkT(t, snapT(t, openT(t, dir, Options{})), ""); files["goals/g/goal.yaml"] != "g\n" {
+		t.Fatalf("after GC: %v", files)
+	}
+	fsckT(t, dir)
 }
