@@ -50,6 +50,10 @@ const (
 	CodeStoreConflict            Code = "store_conflict"
 	CodeRemoteUnavailable        Code = "remote_unavailable"
 	CodeRemoteRejected           Code = "remote_rejected"
+	CodeStoreIO                  Code = "store_io"
+	CodeClockSkew                Code = "clock_skew"
+	CodeSignatureRequired        Code = "signature_required"
+	CodeSignatureInvalid         Code = "signature_invalid"
 )
 
 // Class says how a caller should react to an error; it maps to the exit code.
@@ -66,7 +70,7 @@ func ClassOf(c Code) Class {
 	switch c {
 	case CodeUsage:
 		return Usage
-	case CodeStoreBusy, CodeStoreConflict, CodeRemoteUnavailable:
+	case CodeStoreBusy, CodeStoreConflict, CodeRemoteUnavailable, CodeStoreIO, CodeClockSkew:
 		return Transient
 	}
 	return Rejected
