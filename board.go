@@ -2,17 +2,28 @@ package loopx
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
 
-// Board delivery keeps, per goal, the board's model (markdown.Model) in a
+// The board's one home. A mutation asks planBoard, after deciding, for the
+// board of the goal it changed; the plan chains the board commit on the
+// state commit (one ref update, one push) and, once the transaction is
+// over, finishBoard saves the goal's model and reports the delivery. A board
+// that could not be rendered in the transaction (a corrupt record elsewhere
+// in the goal, an injected fault) is delivered by a transaction of its own,
+// which may end "pending"; a replay delivers a board its first attempt left
+// pending.
+//
+// Rendering uses, per goal, the board's model (markdown.Model) kept in a
 // side file beside the store, tagged with the state revision it reflects.
 // Delivering a board then costs what changed since that revision: the
 // model is brought up to date from the tree diff between the two revisions
@@ -22,6 +33,168 @@ import (
 // disagrees with the records, the board is rendered from every record and
 // the model rebuilt, so the bytes are the same either way
 // (markdown.TestModelMatchesRender, TestBoardModelMatchesFullRender).
+
+// boardPlan is what a decision's board needs once its transaction is over.
+type boardPlan struct {
+	goal    string
+	model   *markdown.Model // to save at the state commit
+	chained bool            // a board commit rides on the state commit
+	current bool            // the committed board already shows the new state
+	// separate: deliver in a transaction of its own (not rendered here).
+	separate bool
+}
+
+// planBoard renders the board of o's goal as of the view (the decision's
+// writes included) and, when its bytes change, returns the chained board
+// commit to make on the state commit. It never fails: what it cannot render
+// is delivered separately.
+func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome, now time.Time) (*boardPlan, func(gitstore.Hash) (*gitstore.Proposal, error)) {
+	if o.Goal == "" || !o.BoardChanged {
+		return nil, nil
+	}
+	plan := &boardPlan{goal: o.Goal}
+	if s.opts.FailProjection {
+		plan.separate = true
+		return plan, nil
+	}
+	board, m, err := s.renderBoardModel(sn, v, o.Goal)
+	if err != nil || board == nil {
+		plan.separate = true
+		return plan, nil
+	}
+	old, _, err := v.ReadFile(lease.BoardPath(o.Goal))
+	if err != nil {
+		plan.separate = true
+		return plan, nil
+	}
+	plan.model = m
+	if bytes.Equal(old, board) {
+		plan.current = true
+		return plan, nil
+	}
+	plan.chained = true
+	goal := o.Goal
+	return plan, func(first gitstore.Hash) (*gitstore.Proposal, error) {
+		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}},
+			Info: s.commitInfo("", lease.ProjectionMessage(goal, first.String()), now)}, nil
+	}
+}
+
+// finishBoard saves the plan's model at the state commit and reports the
+// board's delivery: the projection status, why it is pending, and the head
+// afterwards. A replay (o not written) checks the goal's board and
+// delivers it if its first attempt left it pending.
+func (s *Store) finishBoard(plan *boardPlan, o *lease.Outcome, tx gitstore.TxResult) (status, reason string, head gitstore.Hash) {
+	head = tx.Head
+	if plan == nil && o.Status == lease.StatusReplayed && o.Goal != "" {
+		plan = &boardPlan{goal: o.Goal, separate: true}
+	}
+	if plan == nil {
+		return ProjectionNotRequired, "", head
+	}
+	if plan.model != nil {
+		s.saveBoardModel(plan.goal, tx.State, plan.model)
+	}
+	switch {
+	case plan.chained:
+		return ProjectionDelivered, "", head
+	case plan.current:
+		return ProjectionNotRequired, "", head
+	}
+	status, reason, err := s.deliverBoard(plan.goal, false)
+	if err != nil {
+		return ProjectionPending, mapErr(err).Error(), head
+	}
+	if h, err := s.repo.Head(context.Background()); err == nil {
+		head = h
+	}
+	return status, reason, head
+}
+
+// errProjectionInjected is the fault the FailProjection option injects.
+var errProjectionInjected = errors.New("projection delivery failed (injected fault)")
+
+// deliverBoard renders the goal's board from the current head and commits it
+// in a commit of its own when its bytes changed (Loopx-Projection-Of names
+// the head it rendered, its parent). full renders from every record (and
+// rebuilds the goal's model) instead of from the model. A failure to commit
+// leaves the state standing: status "pending" and why; err is set when the
+// board cannot be rendered at all (a corrupt record).
+func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err error) {
+	if s.opts.FailProjection {
+		return ProjectionPending, errProjectionInjected.Error(), nil
+	}
+	var (
+		delivered bool
+		model     *markdown.Model
+		renderErr error
+	)
+	tx, txErr := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		delivered, model, renderErr = false, nil, nil
+		v := s.viewOf(sn)
+		var board []byte
+		if full {
+			board, model, renderErr = renderBoardFull(v, goal)
+		} else {
+			board, model, renderErr = s.renderBoardModel(sn, v, goal)
+		}
+		if renderErr != nil || board == nil {
+			return nil, renderErr
+		}
+		old, _, err := v.ReadFile(lease.BoardPath(goal))
+		if err != nil || bytes.Equal(old, board) {
+			return nil, err
+		}
+		delivered = true
+		now := lease.Now(s.opts.now(), sn.Time())
+		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}},
+			Info: s.commitInfo("", lease.ProjectionMessage(goal, revString(sn.Revision())), now)}, nil
+	})
+	if renderErr != nil {
+		return ProjectionPending, mapErr(renderErr).Error(), renderErr
+	}
+	if txErr != nil {
+		return ProjectionPending, mapErr(txErr).Error(), nil
+	}
+	s.saveBoardModel(goal, tx.Base, model)
+	if delivered {
+		return ProjectionDelivered, "", nil
+	}
+	return ProjectionNotRequired, "", nil
+}
+
+// renderBoardFull renders a goal's board from every record of a view, and
+// the model it was drawn from; nil when the goal is absent.
+func renderBoardFull(v *lease.View, goal string) ([]byte, *markdown.Model, error) {
+	g, err := v.Goal(goal)
+	if err != nil || g == nil {
+		return nil, nil, err
+	}
+	todos, err := v.Todos(goal)
+	if err != nil {
+		return nil, nil, err
+	}
+	leases, err := v.Leases(goal)
+	if err != nil {
+		return nil, nil, err
+	}
+	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases})
+	return board, m, nil
+}
+
+// boardPending reports whether the goal's committed board differs from what
+// the head renders.
+func boardPending(v *lease.View, goal string) (bool, error) {
+	board, _, err := renderBoardFull(v, goal)
+	if err != nil || board == nil {
+		return false, err
+	}
+	old, _, err := v.ReadFile(lease.BoardPath(goal))
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Equal(old, board), nil
+}
 
 // modelCatchUp is how many changed records a model is brought up to date
 // with before a full rebuild is cheaper.
@@ -67,7 +240,7 @@ func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal stri
 // the view, or nil when there is none or it cannot be (the caller then
 // rebuilds it; a record that fails to decode is reported by that rebuild).
 func (s *Store) loadBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string) *markdown.Model {
-	data, err := s.git.ReadSideFile(boardModelName(goal))
+	data, err := s.repo.ReadSideFile(boardModelName(goal))
 	if err != nil || len(data) < 41 || data[40] != '\n' {
 		return nil
 	}
@@ -82,7 +255,7 @@ func (s *Store) loadBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string
 	dir := lease.GoalDir(goal) + "/"
 	changed := map[string]bool{}
 	errTooFar := errors.New("too far behind")
-	err = s.git.DiffHashes(base, sn.Revision(), lease.GoalDir(goal), func(p string, _, _ gitstore.Hash) error {
+	err = s.repo.DiffHashes(base, sn.Revision(), lease.GoalDir(goal), func(p string, _, _ gitstore.Hash) error {
 		changed[p] = true
 		if len(changed) > modelCatchUp {
 			return errTooFar
@@ -157,5 +330,5 @@ func (s *Store) saveBoardModel(goal string, rev gitstore.Hash, m *markdown.Model
 	b.WriteString(rev.String())
 	b.WriteByte('\n')
 	b.Write(m.Encode())
-	_ = s.git.WriteSideFile(boardModelName(goal), b.Bytes(), false)
+	_ = s.repo.WriteSideFile(boardModelName(goal), b.Bytes(), false)
 }

@@ -22,7 +22,21 @@ type LogEntry struct {
 	Time     time.Time `json:"time"`
 	Subject  string    `json:"subject"`
 	lease.Entry
+	// Integrity says whether the entry can be trusted: "recorded" (the
+	// commit carries a valid request that its trailers agree with; verify
+	// --history re-decides it), "older" (made before the store recorded
+	// requests) or "invalid" (no valid request, or trailers that disagree
+	// with it: the actor is not attributed and Problem says why).
+	Integrity string `json:"integrity"`
+	Problem   string `json:"problem,omitempty"`
 }
+
+// Integrity values of log entries.
+const (
+	IntegrityRecorded = "recorded"
+	IntegrityOlder    = "older"
+	IntegrityInvalid  = "invalid"
+)
 
 // LogData is the result of log.
 type LogData struct {
@@ -39,7 +53,7 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLogLimit
 	}
-	head, err := s.readHead(context.Background())
+	head, err := s.repo.Head(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -51,18 +65,45 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
 		}
-		e, ok := lease.ParseMessage(c.Message)
-		if !ok || !matches(e, q) || (e.ProjectionOf != "" && q.Operation == "") {
+		le, ok := s.logEntry(c)
+		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
 			return true, nil
 		}
-		subject, _, _ := strings.Cut(c.Message, "\n")
-		d.Entries = append(d.Entries, LogEntry{Revision: c.Hash.String(), Time: c.When.UTC(), Subject: subject, Entry: e})
+		d.Entries = append(d.Entries, le)
 		return len(d.Entries) < q.Limit, nil
 	})
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	return s.annotate(&Result{Operation: "log", CurrentRevision: revString(head), Data: d}, time.Time{}), nil
+}
+
+// logEntry reads one commit for the log with the parser verify --history
+// uses: an entry whose commit carries no valid request is marked, and its
+// actor is not attributed (ok is false for commits that are not loopx's).
+func (s *Store) logEntry(c gitstore.CommitMeta) (LogEntry, bool) {
+	subject, _, _ := strings.Cut(c.Message, "\n")
+	rc, err := lease.ParseCommit(c.Message)
+	le := LogEntry{Revision: c.Hash.String(), Time: c.When.UTC(), Subject: subject, Entry: rc.Entry, Integrity: IntegrityRecorded}
+	if rc.Entry.Operation == "" && rc.Request == "" {
+		return le, false
+	}
+	switch {
+	case rc.Board && rc.Entry.ProjectionOf != c.Parent.String():
+		le.Integrity, le.Problem = IntegrityInvalid, "a board commit that does not name its parent"
+	case err != nil:
+		older := false
+		if sn, serr := s.repo.Snapshot(c.Parent); serr == nil {
+			older, _ = s.madeByOlder(c, s.viewOf(sn), rc)
+		}
+		if older {
+			le.Integrity = IntegrityOlder
+			break
+		}
+		le.Integrity, le.Problem = IntegrityInvalid, err.Error()
+		le.Actor = ""
+	}
+	return le, true
 }
 
 func matches(e lease.Entry, q LogQuery) bool {

@@ -67,12 +67,12 @@ type Options struct {
 
 // Store is an open loopx store.
 type Store struct {
-	git         *gitstore.Store
+	git         *gitstore.Store // the repository (administration: gc, hooks, sync's refs)
+	repo        gitstore.Repo   // the mutation path's view of it: head, snapshots, transactions
 	opts        Options
 	defaultGoal string
 	cache       *lease.RecordCache
 	remote      remoteConf // remote mode (remote.go)
-	req         *opRequest // request of the offline mutation in progress (remote.go)
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.
@@ -158,6 +158,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	defer func() {
 		if s.git != nil {
+			s.bindRepo()
 			g := s.git
 			s.cache = lease.NewRecordCache(func() []byte {
 				data, _ := g.ReadSideFile(recordCacheName)
@@ -232,9 +233,7 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	res, err := s.mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		return lease.Init(v, now)
-	})
+	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion}))
 	if err != nil {
 		return nil, err
 	}

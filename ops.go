@@ -16,20 +16,17 @@ func (s *Store) goalOf(v *lease.View, explicit string) (string, error) {
 
 // CreateGoal creates a goal.
 func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result, error) {
-	return s.op(opGoalCreate, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		return lease.CreateGoal(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
-// ArchiveGoal archives a goal.
+// ArchiveGoal archives a goal, which must be named (never inferred).
 func (s *Store) ArchiveGoal(goal, actor string) (*Result, error) {
-	return s.op(opGoalArchive, &goalActor{goal, actor}).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.goalOf(v, goal)
-		if err != nil {
-			return nil, err
-		}
-		return lease.ArchiveGoal(v, g, actor, now)
-	})
+	return s.Apply(lease.CallOf(lease.GoalArchiveRequest{Goal: goal, Actor: actor}))
+}
+
+// UnarchiveGoal makes an archived goal active again.
+func (s *Store) UnarchiveGoal(goal, actor string) (*Result, error) {
+	return s.Apply(lease.CallOf(lease.GoalUnarchiveRequest{Goal: goal, Actor: actor}))
 }
 
 // ShowGoal shows a goal with its counts.
@@ -79,25 +76,12 @@ func (s *Store) ListGoals() (*Result, error) {
 
 // RegisterAgent registers an agent in a goal.
 func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
-	return s.op(opAgentRegister, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		return lease.RegisterAgent(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // UnregisterAgent unregisters an agent.
 func (s *Store) UnregisterAgent(goal, agent string) (*Result, error) {
-	return s.op(opAgentUnregister, &goalAgent{goal, agent}).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.goalOf(v, goal)
-		if err != nil {
-			return nil, err
-		}
-		return lease.UnregisterAgent(v, g, agent, now)
-	})
+	return s.Apply(lease.CallOf(lease.UnregisterRequest{Goal: goal, Agent: agent}))
 }
 
 // ListAgents lists a goal's agent registrations (all, with status).
@@ -123,14 +107,7 @@ func (s *Store) ListAgents(goal string) (*Result, error) {
 
 // AddTodo adds a todo.
 func (s *Store) AddTodo(req lease.AddRequest) (*Result, error) {
-	return s.op(opTodoAdd, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		return lease.AddTodo(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // VerifyData is the result of verify.
@@ -185,13 +162,16 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	}
 	opts := s.opts
 	s.opts.FailProjection = false
-	status, reason := s.deliverBoard(id, true)
+	status, reason, err := s.deliverBoard(id, true)
 	s.opts = opts
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
 	head, err := s.git.Head()
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	sn, err := s.git.Snapshot(head)
+	sn, err := s.repo.Snapshot(head)
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

@@ -2,23 +2,22 @@ package loopx
 
 // Remote mode: the state ref's authority is a Git server (docs/REMOTE.md).
 //
-//	mutation: fence → fetch the server's head F → decide on F → commit N
-//	          (parent F) → push F→N with the server's compare-and-swap →
-//	          local ref := N; a lost CAS re-fetches and re-decides (bounded,
-//	          jittered); a refusal is remote_rejected, no answer
+//	mutation: the transaction of gitstore with the Remote authority: fence →
+//	          fetch the server's head F → decide on F → commit N (parent F)
+//	          → push F→N with the server's compare-and-swap → local ref := N
+//	          (OnHead); a lost CAS re-fetches and re-decides (the retry
+//	          policy); a refusal is remote_rejected, no answer
 //	          remote_unavailable.
 //	read:     fetch → read F (the local ref fast-forwards to it).
-//	--offline: the local store alone; each commit carries Loopx-Offline and
-//	          the canonical request (Loopx-Request) so `loopx sync` can
-//	          re-decide it on the server's head later.
+//	--offline: the local store alone; each commit carries Loopx-Offline
+//	          besides its recorded request (Loopx-Request), so `loopx sync`
+//	          can re-decide it on the server's head later.
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -31,17 +30,16 @@ import (
 const (
 	// TrailerOffline marks a commit made with --offline (not yet on the
 	// remote): its value is the remote's name.
-	TrailerOffline = "Loopx-Offline"
-	// TrailerRequest holds the canonical request of an offline state
-	// commit: base64 (standard) of {"op": ..., "request": {...}}.
-	TrailerRequest = "Loopx-Request"
+	TrailerOffline = lease.TrailerOffline
+	// TrailerRequest holds the canonical request of every state commit
+	// (JSON; before format 2 only offline commits had one, in base64).
+	TrailerRequest = lease.TrailerRequest
 )
 
 const (
-	// remoteAttempts bounds the decide-push cycles of one remote
-	// transaction (lost compare-and-swaps).
+	// remoteAttempts bounds init's publish-or-adopt rounds.
 	remoteAttempts = 25
-	// remoteTimeout bounds one remote transaction or fetch.
+	// remoteTimeout bounds one remote fetch or sync.
 	remoteTimeout = 2 * time.Minute
 	// ancestryLimit bounds the first-parent walks that decide whether the
 	// local ref may fast-forward.
@@ -56,11 +54,11 @@ type remoteConf struct {
 	sh      *remoteShared
 }
 
-// remoteShared is the state the copies of one Store share (see op).
+// remoteShared is the state the copies of one Store share (sync's online
+// copy).
 type remoteShared struct {
-	mu    sync.Mutex
-	known gitstore.Hash // the head this process last pushed: an optimistic guess
-	view  viewState
+	mu   sync.Mutex
+	view viewState
 }
 
 // viewState describes the head the last read or mutation decided on.
@@ -80,20 +78,6 @@ func remoteOf(reg *Registry, opts Options) remoteConf {
 	return rc
 }
 
-func (sh *remoteShared) takeKnown() gitstore.Hash {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	h := sh.known
-	sh.known = gitstore.ZeroHash
-	return h
-}
-
-func (sh *remoteShared) setKnown(h gitstore.Hash) {
-	sh.mu.Lock()
-	sh.known = h
-	sh.mu.Unlock()
-}
-
 func (sh *remoteShared) setView(v viewState) {
 	sh.mu.Lock()
 	sh.view = v
@@ -109,156 +93,43 @@ func (sh *remoteShared) getView() viewState {
 // Remote is the remote the store's authority lives on ("" for a local store).
 func (s *Store) Remote() string { return s.remote.name }
 
-// opRequest is the request of one mutation, recorded on offline commits.
-type opRequest struct {
-	Op  string `json:"op"`
-	Req any    `json:"request"`
-}
-
-// Operation names of replayable requests (see sync.go).
-const (
-	opGoalCreate      = "goal.create"
-	opGoalArchive     = "goal.archive"
-	opAgentRegister   = "agent.register"
-	opAgentUnregister = "agent.unregister"
-	opTodoAdd         = "todo.add"
-	opTodoReadyClaim  = "todo.ready-claim"
-	opTodoClaim       = lease.OpTodoClaim
-	opTodoUpdate      = lease.OpTodoUpdate
-	opTodoComplete    = lease.OpTodoComplete
-	opTodoSupersede   = lease.OpTodoSupersede
-	opLeaseAcquire    = lease.OpLeaseAcquire
-	opLeaseRenew      = lease.OpLeaseRenew
-	opLeaseTransfer   = lease.OpLeaseTransfer
-	opLeaseRelease    = lease.OpLeaseRelease
-)
-
-// goalActor is the request of goal archive.
-type goalActor struct {
-	Goal, Actor string
-}
-
-// goalAgent is the request of agent unregister.
-type goalAgent struct {
-	Goal, Agent string
-}
-
-// op returns the store to run one mutation with: for an offline store, a
-// copy that records the request (req points at the method's request, so the
-// record shows the goal and agent the decision resolved).
-func (s *Store) op(name string, req any) *Store {
-	if !s.remote.offline {
-		return s
+// bindRepo makes the store's Repo: the local ref, or (with a remote, not
+// offline) the server's ref, whose heads the local ref follows.
+func (s *Store) bindRepo() {
+	if s.remote.name == "" || s.remote.offline {
+		s.repo = s.git.Bind(gitstore.LocalRef(), gitstore.DefaultRetry)
+		return
 	}
-	c := *s
-	c.req = &opRequest{Op: name, Req: req}
-	return &c
+	s.repo = s.git.Bind(&gitstore.Remote{Name: s.remote.name, OnHead: func(h gitstore.Hash, published bool) {
+		s.noteFetched(h)
+		s.advanceLocal(h, published)
+	}}, gitstore.DefaultRetry)
 }
 
-// transactRemote is one remote transaction (see the file comment).
-func (s *Store) transactRemote(ctx context.Context, decide func(sn *gitstore.Snapshot) (*gitstore.Proposal, error)) (gitstore.Hash, error) {
-	unlock, err := s.git.Lock(ctx, true)
+// checkOfflineWork refuses an online mutation while offline work waits for
+// `loopx sync` (so a machine's order of work never changes silently).
+func (s *Store) checkOfflineWork() error {
+	if s.remote.name == "" || s.remote.offline || s.remote.syncing {
+		return nil
+	}
+	pending, _, err := s.offlinePending()
 	if err != nil {
-		return gitstore.ZeroHash, err
+		return mapErr(err)
 	}
-	defer unlock()
-	if !s.remote.syncing {
-		pending, _, err := s.offlinePending()
-		if err != nil {
-			return gitstore.ZeroHash, err
+	if len(pending) > 0 {
+		n := mutations(pending)
+		if n == 0 {
+			n = len(pending) // offline boards only
 		}
-		if len(pending) > 0 {
-			n := mutations(pending)
-			if n == 0 {
-				n = len(pending) // offline boards only
-			}
-			return gitstore.ZeroHash, errOfflinePending(s.remote.name, n)
-		}
+		return errOfflinePending(s.remote.name, n)
 	}
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
-	defer cancel()
-	guess := s.remote.sh.takeKnown()
-	for attempt := 1; ; attempt++ {
-		head, optimistic := guess, !guess.IsZero()
-		guess = gitstore.ZeroHash
-		if !optimistic {
-			if head, err = s.git.Fetch(ctx, s.remote.name); err != nil {
-				return gitstore.ZeroHash, err
-			}
-			s.noteFetched(head)
-		}
-		sn, err := s.git.Snapshot(head)
-		if err != nil {
-			return head, err
-		}
-		p, err := decide(sn)
-		if optimistic && (err != nil || p == nil) {
-			continue // judge refusals and no-ops on a fresh head only
-		}
-		if err != nil || p == nil {
-			s.advanceLocal(head, true)
-			return head, err
-		}
-		n, err := s.git.WriteCommit(head, p.Changes, p.Info)
-		if err != nil {
-			return head, err
-		}
-		// A chained commit (the board) rides in the same push.
-		if p.Next != nil {
-			p2, err := p.Next(n)
-			if err != nil {
-				return head, err
-			}
-			if p2 != nil {
-				if n, err = s.git.WriteCommit(n, p2.Changes, p2.Info); err != nil {
-					return head, err
-				}
-			}
-		}
-		err = s.git.Push(ctx, s.remote.name, head, n)
-		if err == nil {
-			s.remote.sh.setKnown(n)
-			s.noteFetched(n)
-			s.advanceLocal(n, true)
-			s.git.MaybeGC()
-			return n, nil
-		}
-		if !errors.Is(err, gitstore.ErrConflict) {
-			return head, err
-		}
-		if attempt >= remoteAttempts {
-			return head, fmt.Errorf("remote %s: gave up after %d attempts: %w", s.remote.name, attempt, err)
-		}
-		// Jittered exponential backoff: other machines are writing.
-		d := min(2*time.Millisecond<<min(attempt, 7), 200*time.Millisecond)
-		select {
-		case <-ctx.Done():
-			return head, fmt.Errorf("remote %s: %w", s.remote.name, gitstore.ErrRemoteUnavailable)
-		case <-time.After(d/2 + rand.N(d)):
-		}
-	}
+	return nil
 }
 
 func errOfflinePending(remote string, n int) error {
 	return lease.Errorf(lease.CodeInvalidRequest,
 		"%d offline mutation(s) are not on remote %s yet: run `loopx sync` first (or keep working with --offline)", n, remote).
 		With("offline_pending", n)
-}
-
-// readHeadRemote fetches the server's head for a read.
-func (s *Store) readHeadRemote(ctx context.Context) (gitstore.Hash, error) {
-	if s.remote.offline {
-		return s.git.Head()
-	}
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
-	defer cancel()
-	head, err := s.git.Fetch(ctx, s.remote.name)
-	if err != nil {
-		return gitstore.ZeroHash, err
-	}
-	s.noteFetched(head)
-	s.advanceLocal(head, false)
-	return head, nil
 }
 
 // advanceLocal moves the local ref to target, the server's head, unless it
@@ -408,6 +279,8 @@ func isBoard(msg string) bool {
 	return trailerValue(msg, TrailerRequest) == "" && trailerValue(msg, lease.TrailerProjectionOf) != ""
 }
 
+var _ = context.Background
+
 // trailerValue returns the value of the last "key: value" line of msg.
 func trailerValue(msg, key string) string {
 	v := ""
@@ -417,46 +290,6 @@ func trailerValue(msg, key string) string {
 		}
 	}
 	return v
-}
-
-// transactOffline commits on the local ref alone, marking each commit as
-// offline and recording the request of state commits.
-func (s *Store) transactOffline(ctx context.Context, decide func(sn *gitstore.Snapshot) (*gitstore.Proposal, error)) (gitstore.Hash, error) {
-	return s.git.Transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
-		p, err := decide(sn)
-		if err != nil || p == nil {
-			return p, err
-		}
-		msg := p.Info.Message
-		if msg != "" && !strings.HasSuffix(msg, "\n") {
-			msg += "\n"
-		}
-		msg += TrailerOffline + ": " + s.remote.name + "\n"
-		if s.req != nil && trailerValue(msg, lease.TrailerProjectionOf) == "" {
-			raw, err := json.Marshal(s.req)
-			if err != nil {
-				return nil, err
-			}
-			msg += TrailerRequest + ": " + base64.StdEncoding.EncodeToString(raw) + "\n"
-		}
-		p.Info.Message = msg
-		if next := p.Next; next != nil {
-			// A chained board commit is offline work too (sync skips it:
-			// the replays deliver their own boards).
-			p.Next = func(first gitstore.Hash) (*gitstore.Proposal, error) {
-				p2, err := next(first)
-				if p2 != nil {
-					m := p2.Info.Message
-					if m != "" && !strings.HasSuffix(m, "\n") {
-						m += "\n"
-					}
-					p2.Info.Message = m + TrailerOffline + ": " + s.remote.name + "\n"
-				}
-				return p2, err
-			}
-		}
-		return p, nil
-	})
 }
 
 // RemoteInfo describes, in results of a store with a remote, how fresh the
@@ -566,6 +399,7 @@ func (s *Store) initRemote(in *InitOptions) (string, error) {
 	}
 	s.remote.name = in.Remote
 	s.remote.offline = false
+	s.bindRepo()
 	return s.publishOrAdopt(context.Background())
 }
 

@@ -3,8 +3,9 @@ package loopx
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
@@ -46,38 +47,6 @@ type SyncData struct {
 	Pending int `json:"pending"`
 }
 
-// replayer re-runs one recorded request on a store.
-type replayer func(s *Store, raw json.RawMessage) (*Result, error)
-
-func replayAs[T any](call func(*Store, T) (*Result, error)) replayer {
-	return func(s *Store, raw json.RawMessage) (*Result, error) {
-		var req T
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return nil, lease.Errorf(lease.CodeInvalidRequest, "recorded request is invalid: %v", err)
-		}
-		return call(s, req)
-	}
-}
-
-var replayers = map[string]replayer{
-	opGoalCreate:    replayAs((*Store).CreateGoal),
-	opGoalArchive:   replayAs(func(s *Store, r goalActor) (*Result, error) { return s.ArchiveGoal(r.Goal, r.Actor) }),
-	opAgentRegister: replayAs((*Store).RegisterAgent),
-	opAgentUnregister: replayAs(func(s *Store, r goalAgent) (*Result, error) {
-		return s.UnregisterAgent(r.Goal, r.Agent)
-	}),
-	opTodoAdd:        replayAs((*Store).AddTodo),
-	opTodoReadyClaim: replayAs((*Store).ReadyClaim),
-	opTodoClaim:      replayAs((*Store).Claim),
-	opTodoUpdate:     replayAs((*Store).Update),
-	opTodoComplete:   replayAs((*Store).Complete),
-	opTodoSupersede:  replayAs((*Store).Supersede),
-	opLeaseAcquire:   replayAs((*Store).Acquire),
-	opLeaseRenew:     replayAs((*Store).Renew),
-	opLeaseTransfer:  replayAs((*Store).Transfer),
-	opLeaseRelease:   replayAs((*Store).Release),
-}
-
 // Sync brings a store that was used offline up to date with its remote: it
 // re-decides, in order, every offline mutation the remote lacks on the
 // remote's head (each through the normal remote transaction, so receipts
@@ -101,7 +70,7 @@ func (s *Store) Sync() (*Result, error) {
 	online := *s
 	online.remote.offline = false
 	online.remote.syncing = true
-	online.req = nil
+	online.bindRepo()
 	d := SyncData{Remote: s.remote.name, Replays: []SyncEntry{}}
 
 	pending, _, err := s.offlinePending()
@@ -169,39 +138,46 @@ func (s *Store) Sync() (*Result, error) {
 	return online.annotate(res, time.Time{}), nil
 }
 
-// replayCommit re-runs the request recorded on an offline commit.
+// replayCommit re-decides the request recorded on an offline commit, on
+// the server's head. A request written by loopx before requests were
+// versioned (base64 of {"op", "request"}) is read by the legacy decoder,
+// so offline work made by an older loopx still syncs.
 func (s *Store) replayCommit(c offlineCommit) (*Result, error) {
+	call, err := offlineRequest(c)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(call)
+}
+
+// offlineRequest decodes the request an offline commit records.
+func offlineRequest(c offlineCommit) (lease.Call, error) {
 	raw := trailerValue(c.msg, TrailerRequest)
 	if raw == "" {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s records no request: it cannot be replayed", c.hash)
+		return lease.Call{}, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s records no request: it cannot be replayed", c.hash)
+	}
+	if strings.HasPrefix(raw, "{") {
+		call, err := lease.DecodeRequest([]byte(raw))
+		if err != nil {
+			return lease.Call{}, fmt.Errorf("offline commit %s: %w", c.hash, err)
+		}
+		return call, nil
 	}
 	data, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: bad %s trailer: %v", c.hash, TrailerRequest, err)
+		return lease.Call{}, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: bad %s trailer: %v", c.hash, TrailerRequest, err)
 	}
-	var rec struct {
-		Op  string          `json:"op"`
-		Req json.RawMessage `json:"request"`
+	call, err := lease.DecodeLegacyRequest(data)
+	if err != nil {
+		return lease.Call{}, fmt.Errorf("offline commit %s: %w", c.hash, err)
 	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: bad %s trailer: %v", c.hash, TrailerRequest, err)
-	}
-	replay, ok := replayers[rec.Op]
-	if !ok {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "offline commit %s: operation %q cannot be replayed", c.hash, rec.Op)
-	}
-	if rec.Op == opTodoAdd {
+	if add, ok := call.Req.(*lease.AddRequest); ok && add.Todo == "" {
 		// A generated todo id is part of what the offline decision made:
-		// keep it, so the replay adds that todo (and a second sync finds it).
-		var add lease.AddRequest
-		if json.Unmarshal(rec.Req, &add) == nil && add.Todo == "" {
-			if id := trailerValue(c.msg, lease.TrailerTodo); id != "" {
-				add.Todo = id
-				rec.Req, _ = json.Marshal(add)
-			}
-		}
+		// keep it, so the replay adds that todo (and a second sync finds
+		// it). (Recorded requests of format 2 carry it already.)
+		add.Todo = trailerValue(c.msg, lease.TrailerTodo)
 	}
-	return replay(s, rec.Req)
+	return call, nil
 }
 
 func syncEntryOf(c offlineCommit) SyncEntry {

@@ -108,134 +108,47 @@ func (s *Store) Ready(goal, agent string) (*Result, error) {
 
 // ReadyClaim claims the first todo the agent may take, atomically.
 func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result, error) {
-	return s.op(opTodoReadyClaim, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		g, err := s.goalOf(v, req.Goal)
-		if err != nil {
-			return nil, err
-		}
-		req.Goal = g
-		if req.Actor, err = lease.ResolveActor(v, g, req.Actor, ""); err != nil {
-			return nil, err
-		}
-		return lease.ReadyClaim(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Claim claims a todo (optionally acquiring its lease in the same commit).
 func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
-	return s.op(opTodoClaim, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, req.ClaimedBy); err != nil {
-			return nil, err
-		}
-		return lease.Claim(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Update updates a todo.
 func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
-	return s.op(opTodoUpdate, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, req.ClaimedBy); err != nil {
-			return nil, err
-		}
-		return withReason(lease.Update(v, req, now))(req.AuthorityReason)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Complete completes a todo, releasing its verified lease in the same commit.
 func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
-	return s.op(opTodoComplete, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, ""); err != nil {
-			return nil, err
-		}
-		return withReason(lease.Complete(v, req, now))(req.AuthorityReason)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Supersede closes a todo as superseded.
 func (s *Store) Supersede(req lease.SupersedeRequest) (*Result, error) {
-	return s.op(opTodoSupersede, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.todoTarget(v, req.Todo, &req.Goal, &req.Actor, ""); err != nil {
-			return nil, err
-		}
-		return withReason(lease.Supersede(v, req, now))(req.AuthorityReason)
-	})
-}
-
-// todoTarget resolves a todo mutation's target and actor on the head it is
-// decided on: the todo id is checked first (so a missing --todo-id is
-// invalid_todo_id), then the goal and the acting agent get their defaults.
-func (s *Store) todoTarget(v *lease.View, todo string, goal, actor *string, claimedBy string) error {
-	if err := lease.CheckTodoID(todo); err != nil {
-		return err
-	}
-	g, err := s.goalOf(v, *goal)
-	if err != nil {
-		return err
-	}
-	*goal = g
-	*actor, err = lease.ResolveActor(v, g, *actor, claimedBy)
-	return err
-}
-
-// leaseTarget resolves a lease command's goal and owner on the head it is
-// decided on (the todo id first, so a missing --todo-id is invalid_todo_id).
-func (s *Store) leaseTarget(v *lease.View, todo string, goal, owner *string) error {
-	if err := lease.CheckTodoID(todo); err != nil {
-		return err
-	}
-	g, err := s.goalOf(v, *goal)
-	if err != nil {
-		return err
-	}
-	*goal = g
-	if *owner == "" {
-		a, err := lease.ResolveActor(v, g, "", "")
-		if err != nil {
-			return lease.Errorf(lease.CodeInvalidAgentID, "owner is required (--owner)")
-		}
-		*owner = a
-	}
-	return nil
+	return s.Apply(lease.CallOf(req))
 }
 
 // Acquire acquires (or takes over) a todo's task lease.
 func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
-	return s.op(opLeaseAcquire, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
-			return nil, err
-		}
-		return lease.Acquire(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Renew renews the current execution's lease.
 func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
-	return s.op(opLeaseRenew, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
-			return nil, err
-		}
-		return lease.Renew(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Transfer hands the lease (and with TransferClaim the claim) to another agent.
 func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
-	return s.op(opLeaseTransfer, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
-			return nil, err
-		}
-		return lease.Transfer(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Release releases the current execution's lease.
 func (s *Store) Release(req lease.ReleaseRequest) (*Result, error) {
-	return s.op(opLeaseRelease, &req).mutate(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		if err := s.leaseTarget(v, req.Todo, &req.Goal, &req.Owner); err != nil {
-			return nil, err
-		}
-		return lease.Release(v, req, now)
-	})
+	return s.Apply(lease.CallOf(req))
 }
 
 // Inspect reads a todo's current lease and whether it is effective.
@@ -256,13 +169,3 @@ func (s *Store) Inspect(goal, todo string) (*Result, error) {
 	})
 }
 
-// withReason records an orchestrator's --authority-reason in the audit trail
-// of an applied outcome.
-func withReason(o *lease.Outcome, err error) func(reason string) (*lease.Outcome, error) {
-	return func(reason string) (*lease.Outcome, error) {
-		if err == nil && o.Write {
-			o.AuthorityReason = reason
-		}
-		return o, err
-	}
-}

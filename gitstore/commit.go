@@ -2,10 +2,8 @@ package gitstore
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -40,9 +38,13 @@ type CommitInfo struct {
 // CommitMeta describes one commit of the history (see Log).
 type CommitMeta struct {
 	Hash, Parent            Hash // Parent is the first parent, ZeroHash for a root commit
+	Tree                    Hash
 	Message                 string
 	AuthorName, AuthorEmail string
 	When                    time.Time // author time
+	// The committer, and the commit time (a snapshot's Time).
+	CommitterName, CommitterEmail string
+	CommitTime                    time.Time
 }
 
 // Proposal is what a Transact decision function asks to commit.
@@ -65,10 +67,6 @@ type Proposal struct {
 	// own Next is ignored.
 	Next func(first Hash) (*Proposal, error)
 }
-
-// MaxAttempts is how many times Transact calls decide before giving up on
-// repeated compare-and-swap conflicts.
-const MaxAttempts = 5
 
 // Commit writes a commit whose parent is expected (none if ZeroHash) and
 // whose tree is expected's tree with changes applied, then moves the ref
@@ -104,6 +102,7 @@ func (s *Store) Commit(expected Hash, changes []Change, info CommitInfo) (Hash, 
 // prepared is a commit, or a chain of commits, built but not written.
 type prepared struct {
 	pend    *pendingObjects
+	first   Hash       // the first commit (the proposal's own)
 	head    Hash       // the last commit
 	commits int        // how many commits pend holds
 	info    CommitInfo // the last commit's
@@ -130,6 +129,7 @@ func (s *Store) prepareProposal(expected Hash, p *Proposal) (*prepared, error) {
 	if pr.head, err = build(expected, p.Changes, p.Info); err != nil {
 		return nil, err
 	}
+	pr.first = pr.head
 	if p.Next == nil {
 		return pr, nil
 	}
@@ -158,6 +158,21 @@ func (s *Store) commitPrepared(expected Hash, pr *prepared) (Hash, error) {
 		return ZeroHash, err
 	}
 	return pr.head, nil
+}
+
+// writePrepared writes pr's objects (fsynced) without moving any ref, for a
+// remote authority that publishes them with a push.
+func (s *Store) writePrepared(pr *prepared) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	if err := s.odb.writePacked(pr.pend.objs); err != nil {
+		return fmt.Errorf("gitstore: write objects: %w", err)
+	}
+	s.noteCommits(pr.commits)
+	return nil
 }
 
 // validateChanges checks the path of every change.
@@ -319,11 +334,14 @@ func (s *Store) Log(from Hash, fn func(c CommitMeta) (bool, error)) error {
 			return err
 		}
 		meta := CommitMeta{
-			Hash:        h,
-			Message:     c.message,
-			AuthorName:  c.author.Name,
-			AuthorEmail: c.author.Email,
-			When:        c.author.When,
+			Hash:          h,
+			Tree:          c.tree,
+			Message:       c.message,
+			AuthorName:    c.author.Name,
+			AuthorEmail:   c.author.Email,
+			When:          c.author.When,
+			CommitterName: c.committer.Name, CommitterEmail: c.committer.Email,
+			CommitTime: c.committer.When,
 		}
 		if len(c.parents) > 0 {
 			meta.Parent = c.parents[0]
@@ -335,68 +353,6 @@ func (s *Store) Log(from Hash, fn func(c CommitMeta) (bool, error)) error {
 		h = meta.Parent
 	}
 	return nil
-}
-
-// Transact runs one read-decide-commit cycle under the exclusive fence:
-// it reads the head, calls decide with a snapshot of it, and commits the
-// returned proposal on top of that head. If decide returns (nil, nil) or an
-// error, nothing is committed and Transact returns the head it read and
-// decide's error.
-//
-// If the ref moved between the read and the commit (only possible for a
-// writer that bypasses the fence, such as `git update-ref`), decide is
-// called again on the new head, up to MaxAttempts times in all, after which
-// the error wraps ErrConflict. decide must therefore be free of side
-// effects other than its proposal.
-//
-// A proposal whose Next asks for a second commit is committed as two
-// commits installed by one ref update (see Proposal.Next); an error from
-// Next is returned like decide's, with nothing committed.
-//
-// After a successful commit Transact runs the cheap MaybeGC check, still
-// under the fence. It returns the new head (the last commit made).
-func (s *Store) Transact(ctx context.Context, decide func(sn *Snapshot) (*Proposal, error)) (Hash, error) {
-	unlock, err := s.Lock(ctx, true)
-	if err != nil {
-		return ZeroHash, err
-	}
-	defer unlock()
-	for attempt := 1; ; attempt++ {
-		head, err := s.Head()
-		if err != nil {
-			return ZeroHash, err
-		}
-		sn, err := s.Snapshot(head)
-		if err != nil {
-			return head, err
-		}
-		p, err := decide(sn)
-		if err != nil || p == nil {
-			return head, err
-		}
-		pr, err := s.prepareProposal(head, p)
-		if err != nil {
-			return head, err
-		}
-		nh, err := s.commitPrepared(head, pr)
-		if err == nil {
-			s.maybeGCLocked()
-			return nh, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return head, err
-		}
-		if attempt >= MaxAttempts {
-			return head, fmt.Errorf("gitstore: gave up after %d attempts: %w", attempt, err)
-		}
-		// Small jittered backoff: a foreign writer is moving the ref.
-		d := time.Duration(attempt)*2*time.Millisecond + rand.N(3*time.Millisecond)
-		select {
-		case <-ctx.Done():
-			return head, fmt.Errorf("gitstore: %w (after %w)", ctx.Err(), err)
-		case <-time.After(d):
-		}
-	}
 }
 
 // buildCommit computes, without writing anything, the objects of a commit

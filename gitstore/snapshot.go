@@ -6,12 +6,14 @@ import (
 )
 
 // Snapshot is the content of the store at one commit. It is immutable and
-// may be used from several goroutines (reads go through the Store).
+// may be used from several goroutines (reads go through the Store, or the
+// in-memory Repo that made it).
 type Snapshot struct {
 	s    *Store
 	rev  Hash
 	tree Hash // ZeroHash for the empty snapshot
 	when time.Time
+	mem  *memCommit // set for snapshots of a MemRepo
 }
 
 // Entry is a child of a directory (see Snapshot.List).
@@ -53,6 +55,10 @@ func (sn *Snapshot) Read(path string) (data []byte, ok bool, err error) {
 	if err := validatePath(path); err != nil {
 		return nil, false, err
 	}
+	if sn.mem != nil {
+		data, ok := sn.mem.files[path]
+		return data, ok, nil
+	}
 	if sn.tree.IsZero() {
 		return nil, false, nil
 	}
@@ -84,6 +90,9 @@ func (s *Store) readBlob(h Hash) ([]byte, error) {
 func (sn *Snapshot) List(dir string) ([]Entry, error) {
 	if err := validateDir(dir); err != nil {
 		return nil, err
+	}
+	if sn.mem != nil {
+		return sn.mem.list(dir), nil
 	}
 	if sn.tree.IsZero() {
 		return nil, nil

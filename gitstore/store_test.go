@@ -534,14 +534,15 @@ func TestTransact(t *testing.T) {
 	}
 	// A writer that always interferes makes Transact give up.
 	calls = 0
-	_, err = s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+	policy := RetryPolicy{MaxAttempts: 5, Initial: time.Millisecond, Max: 4 * time.Millisecond}
+	_, err = s.transact(ctx, LocalRef(), policy, func(sn *Snapshot) (*Proposal, error) {
 		calls++
 		tree := runGitT(t, dir, "rev-parse", DefaultRef+"^{tree}")
 		c := runGitT(t, dir, "commit-tree", tree, "-p", DefaultRef, "-m", "foreign")
 		runGitT(t, dir, "update-ref", DefaultRef, c)
 		return &Proposal{Changes: []Change{put("c", "3")}}, nil
 	})
-	if !errors.Is(err, ErrConflict) || calls != MaxAttempts {
+	if !errors.Is(err, ErrConflict) || calls != policy.MaxAttempts {
 		t.Errorf("interfered Transact = %v after %d calls", err, calls)
 	}
 	_ = h2

@@ -17,6 +17,9 @@ func (sn *Snapshot) WalkHashes(dir string, fn func(path string, blob Hash) error
 	if err := validateDir(dir); err != nil {
 		return err
 	}
+	if sn.mem != nil {
+		return sn.mem.walkHashes(dir, fn)
+	}
 	if sn.tree.IsZero() {
 		return nil
 	}
@@ -64,6 +67,9 @@ func (sn *Snapshot) walkTreeHashes(prefix string, h Hash, fn func(path string, b
 
 // ReadBlob returns the content of blob h.
 func (sn *Snapshot) ReadBlob(h Hash) ([]byte, error) {
+	if sn.mem != nil {
+		return sn.mem.blob(h)
+	}
 	s := sn.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

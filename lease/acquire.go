@@ -40,10 +40,14 @@ import (
 // AcquireRequest starts a new execution on a todo (or takes an ineffective
 // lease over).
 type AcquireRequest struct {
-	Goal, Todo, Owner, IdempotencyKey string
-	ExpectedVersion                   *int64 // optional; 0 when the todo has no lease
-	TTLSeconds                        int64
-	WriteScopes                       []string
+	Goal           string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo           string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Owner          string `json:"owner,omitempty" desc:"lease owner, the acting agent (default: the goal's only agent)"`
+	IdempotencyKey string `json:"idempotency_key,omitempty" desc:"execution key of the owner's new execution" required:"true"`
+	// ExpectedVersion is optional; 0 when the todo has no lease.
+	ExpectedVersion *int64   `json:"expected_version,omitempty" desc:"the lease version read (0 when there is none); optional"`
+	TTLSeconds      int64    `json:"ttl_seconds,omitempty" desc:"lease time to live, 1..86400 seconds" required:"true"`
+	WriteScopes     []string `json:"write_scopes,omitempty" desc:"path globs the execution writes (default: the todo's required write scopes)"`
 }
 
 // Acquire decides a task-lease acquire.

@@ -7,9 +7,17 @@ import (
 
 // RegisterRequest registers an agent in a goal.
 type RegisterRequest struct {
-	Goal, Agent, Role  string
-	LifecycleAuthority []string
-	RequiresReason     bool
+	Goal               string   `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Agent              string   `json:"agent_id,omitempty" desc:"agent id" required:"true"`
+	Role               string   `json:"role,omitempty" desc:"agent or orchestrator (default agent)"`
+	LifecycleAuthority []string `json:"lifecycle_authority,omitempty" desc:"orchestrators: some of complete, update, supersede, reassign"`
+	RequiresReason     bool     `json:"requires_reason,omitempty" desc:"the orchestrator must give an authority reason when it uses its authority"`
+}
+
+// UnregisterRequest unregisters an agent.
+type UnregisterRequest struct {
+	Goal  string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Agent string `json:"agent_id,omitempty" desc:"the agent to unregister" required:"true"`
 }
 
 // AgentData is the result of agent commands.
@@ -58,13 +66,14 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 		a.Registration = old.Registration + 1
 	}
 	v.PutAgent(req.Goal, a)
-	return &Outcome{Operation: "agent.register", Status: StatusApplied, Goal: req.Goal, Actor: req.Agent,
+	return &Outcome{Operation: OpAgentRegister, Status: StatusApplied, Goal: req.Goal, Actor: req.Agent,
 		Write: true, Data: AgentData{GoalID: req.Goal, AgentID: a.ID, Agent: a}}, nil
 }
 
 // UnregisterAgent marks a registered agent unregistered. Its leases stop
 // being effective; its records stay for history.
-func UnregisterAgent(v *View, goal, agent string, now time.Time) (*Outcome, error) {
+func UnregisterAgent(v *View, req UnregisterRequest, now time.Time) (*Outcome, error) {
+	goal, agent := req.Goal, req.Agent
 	if err := CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
@@ -77,7 +86,7 @@ func UnregisterAgent(v *View, goal, agent string, now time.Time) (*Outcome, erro
 	}
 	a.Status, a.UpdatedAt = AgentUnregistered, now
 	v.PutAgent(goal, a)
-	return &Outcome{Operation: "agent.unregister", Status: StatusApplied, Goal: goal, Actor: agent,
+	return &Outcome{Operation: OpAgentUnregister, Status: StatusApplied, Goal: goal, Actor: agent,
 		Write: true, BoardChanged: true, Data: AgentData{GoalID: goal, AgentID: a.ID, Agent: a}}, nil
 }
 

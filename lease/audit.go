@@ -30,6 +30,10 @@ type Outcome struct {
 	// AuthorityReason is the --authority-reason an orchestrator gave, kept in
 	// the audit trail.
 	AuthorityReason string
+	// Request is the canonical request of a written outcome (JSON, one
+	// line), recorded in the Loopx-Request trailer so the commit can be
+	// re-decided (operation.go).
+	Request string
 	// Data holds the result fields (a struct or map with JSON tags), merged
 	// into the top level of the JSON envelope.
 	Data any
@@ -54,6 +58,7 @@ const (
 	TrailerReceipt      = "Loopx-Receipt"
 	TrailerProjectionOf = "Loopx-Projection-Of"
 	TrailerReason       = "Loopx-Authority-Reason"
+	TrailerRequest      = "Loopx-Request"
 )
 
 // Subject is the readable first line of the commit:
@@ -100,6 +105,7 @@ func (o *Outcome) Message() string {
 	}
 	add(TrailerReceipt, o.ReceiptID)
 	add(TrailerReason, strings.Join(strings.Fields(o.AuthorityReason), " "))
+	add(TrailerRequest, o.Request)
 	return b.String()
 }
 
@@ -109,8 +115,8 @@ func ProjectionMessage(goal, rev string) string {
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	return fmt.Sprintf("board %s at %s\n\n%s: todo.project-markdown\n%s: %s\n%s: %s\n",
-		goal, short, TrailerOperation, TrailerGoal, goal, TrailerProjectionOf, rev)
+	return fmt.Sprintf("board %s at %s\n\n%s: %s\n%s: %s\n%s: %s\n",
+		goal, short, TrailerOperation, OpProjection, TrailerGoal, goal, TrailerProjectionOf, rev)
 }
 
 // Entry is one audit-trail entry parsed back from a commit message.

@@ -47,8 +47,8 @@ const (
 // --task-lease-idempotency-key K --task-lease-expected-version V; its owner
 // is the acting agent.
 type Proof struct {
-	IdempotencyKey  string
-	ExpectedVersion int64
+	IdempotencyKey  string `json:"idempotency_key" desc:"the current execution key" required:"true"`
+	ExpectedVersion int64  `json:"expected_version" desc:"the current lease version" required:"true"`
 }
 
 // checkProofShape validates the proof flags before any state is read.

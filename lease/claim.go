@@ -53,14 +53,6 @@ import (
 // MaxClaimTTLMinutes bounds --claim-ttl-minutes (one year).
 const MaxClaimTTLMinutes = 525600
 
-// Operation names of the todo mutations in this file set.
-const (
-	OpTodoClaim     = "todo.claim"
-	OpTodoUpdate    = "todo.update"
-	OpTodoComplete  = "todo.complete"
-	OpTodoSupersede = "todo.supersede"
-)
-
 // TodoResult is the Data of the todo mutations (claim, update, complete,
 // supersede, ready --claim).
 type TodoResult struct {
@@ -90,14 +82,19 @@ type TodoResult struct {
 
 // ClaimRequest claims a todo.
 type ClaimRequest struct {
-	Goal, Todo, Actor string // Actor = --agent-id
-	ClaimedBy         string // defaults to Actor
-	ClaimTTLMinutes   int64  // 0 = no expiry
-	ScopeAgent        string // --scope-agent-id (orchestrator delegation)
+	Goal  string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo  string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Actor string `json:"agent_id,omitempty" desc:"acting agent (default: claimed_by, or the goal's only agent)"`
+	// ClaimedBy defaults to Actor.
+	ClaimedBy string `json:"claimed_by,omitempty" desc:"claim owner (default: the acting agent)"`
+	// ClaimTTLMinutes 0 means no expiry.
+	ClaimTTLMinutes int64 `json:"claim_ttl_minutes,omitempty" desc:"the claim expires after this many minutes (0: never)"`
+	// ScopeAgent is --scope-agent-id (orchestrator delegation).
+	ScopeAgent string `json:"scope_agent_id,omitempty" desc:"orchestrators: the agent the claim is delegated to"`
 	// LeaseKey and LeaseTTLSeconds (--task-lease-idempotency-key K
 	// --ttl-seconds N) also acquire the lease in the same commit.
-	LeaseKey        string
-	LeaseTTLSeconds int64
+	LeaseKey        string `json:"task_lease_idempotency_key,omitempty" desc:"also acquire the task lease with this execution key"`
+	LeaseTTLSeconds int64  `json:"ttl_seconds,omitempty" desc:"with task_lease_idempotency_key: the lease TTL in seconds"`
 }
 
 // atomically runs decide on v and drops its writes when it fails, so a

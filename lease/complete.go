@@ -32,23 +32,29 @@ import (
 
 // CompleteRequest completes a todo.
 type CompleteRequest struct {
-	Goal, Todo, Actor string
-	Evidence          []string
-	Note              string
-	AuthorityReason   string
-	Proof             *Proof
+	Goal            string   `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo            string   `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Actor           string   `json:"agent_id,omitempty" desc:"acting agent (default: the goal's only agent)"`
+	Evidence        []string `json:"evidence,omitempty" desc:"evidence of completion"`
+	Note            string   `json:"note,omitempty" desc:"closing note"`
+	AuthorityReason string   `json:"authority_reason,omitempty" desc:"why an orchestrator uses its lifecycle authority"`
+	Proof           *Proof   `json:"task_lease,omitempty" desc:"the lease proof, required while the todo has an effective lease"`
 }
 
 // SupersedeRequest supersedes a todo.
 type SupersedeRequest struct {
-	Goal, Todo, Actor, Reason, By string
-	AuthorityReason               string
-	Proof                         *Proof
+	Goal            string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo            string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Actor           string `json:"agent_id,omitempty" desc:"acting agent (default: the goal's only agent)"`
+	Reason          string `json:"reason,omitempty" desc:"why it is superseded" required:"true"`
+	By              string `json:"by,omitempty" desc:"the todo that replaces it"`
+	AuthorityReason string `json:"authority_reason,omitempty" desc:"why an orchestrator uses its lifecycle authority"`
+	Proof           *Proof `json:"task_lease,omitempty" desc:"the lease proof, required while the todo has an effective lease"`
 }
 
 // Complete decides `todo complete`.
 func Complete(v *View, req CompleteRequest, now time.Time) (*Outcome, error) {
-	return atomically(v, func() (*Outcome, error) {
+	return withReason(atomically(v, func() (*Outcome, error) {
 		if err := checkCloseShape(req.Goal, req.Todo, req.Actor, req.Proof); err != nil {
 			return nil, err
 		}
@@ -65,12 +71,12 @@ func Complete(v *View, req CompleteRequest, now time.Time) (*Outcome, error) {
 		return closeTodo(v, closeRequest{op: OpTodoComplete, action: ActionComplete, status: TodoDone,
 			goal: req.Goal, todo: req.Todo, actor: req.Actor, reasonAuth: req.AuthorityReason, proof: req.Proof,
 			evidence: req.Evidence, note: req.Note}, now)
-	})
+	}))(req.AuthorityReason)
 }
 
 // Supersede decides `todo supersede`.
 func Supersede(v *View, req SupersedeRequest, now time.Time) (*Outcome, error) {
-	return atomically(v, func() (*Outcome, error) {
+	return withReason(atomically(v, func() (*Outcome, error) {
 		if err := checkCloseShape(req.Goal, req.Todo, req.Actor, req.Proof); err != nil {
 			return nil, err
 		}
@@ -88,7 +94,7 @@ func Supersede(v *View, req SupersedeRequest, now time.Time) (*Outcome, error) {
 		return closeTodo(v, closeRequest{op: OpTodoSupersede, action: ActionSupersede, status: TodoSuperseded,
 			goal: req.Goal, todo: req.Todo, actor: req.Actor, reasonAuth: req.AuthorityReason, proof: req.Proof,
 			reason: req.Reason, by: req.By}, now)
-	})
+	}))(req.AuthorityReason)
 }
 
 func checkCloseShape(goal, todo, actor string, p *Proof) error {

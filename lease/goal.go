@@ -6,7 +6,25 @@ import (
 
 // GoalCreateRequest creates a goal.
 type GoalCreateRequest struct {
-	Goal, Title, HandoffMode, Actor string
+	Goal        string `json:"goal_id,omitempty" desc:"goal id" required:"true"`
+	Title       string `json:"title,omitempty" desc:"title (default: the goal id)"`
+	HandoffMode string `json:"handoff_mode,omitempty" desc:"soft_claim or hard_lease (default soft_claim)"`
+	Actor       string `json:"agent_id,omitempty" desc:"acting agent (recorded as author)"`
+}
+
+// GoalArchiveRequest archives (or unarchives) a goal; the goal is never
+// inferred.
+type GoalArchiveRequest struct {
+	Goal  string `json:"goal_id,omitempty" desc:"goal id" required:"true"`
+	Actor string `json:"agent_id,omitempty" desc:"acting agent (recorded as author)"`
+}
+
+// GoalUnarchiveRequest makes an archived goal (named explicitly) active.
+type GoalUnarchiveRequest GoalArchiveRequest
+
+// InitRequest creates the store's root record at a format version.
+type InitRequest struct {
+	FormatVersion int `json:"format_version,omitempty" desc:"the store format written" required:"true"`
 }
 
 // GoalData is the result of goal commands.
@@ -47,21 +65,40 @@ func CreateGoal(v *View, req GoalCreateRequest, now time.Time) (*Outcome, error)
 		g.Title = req.Goal
 	}
 	v.PutGoal(g)
-	return &Outcome{Operation: "goal.create", Status: StatusApplied, Goal: g.ID, Actor: req.Actor,
+	return &Outcome{Operation: OpGoalCreate, Status: StatusApplied, Goal: g.ID, Actor: req.Actor,
 		Write: true, BoardChanged: true, Data: GoalData{GoalID: g.ID, Goal: g}}, nil
 }
 
-// ArchiveGoal marks a goal archived; archiving an archived goal is no_change.
-func ArchiveGoal(v *View, goal, actor string, now time.Time) (*Outcome, error) {
-	g, err := RequireGoal(v, goal)
+// ArchiveGoal marks a goal archived; archiving an archived goal is
+// no_change. The goal must be named: archiving is never inferred.
+func ArchiveGoal(v *View, req GoalArchiveRequest, now time.Time) (*Outcome, error) {
+	return setGoalStatus(v, req, OpGoalArchive, GoalArchived, now)
+}
+
+// UnarchiveGoal makes an archived goal active again; an active goal is
+// no_change.
+func UnarchiveGoal(v *View, req GoalUnarchiveRequest, now time.Time) (*Outcome, error) {
+	return setGoalStatus(v, GoalArchiveRequest(req), OpGoalUnarchive, GoalActive, now)
+}
+
+func setGoalStatus(v *View, req GoalArchiveRequest, op, status string, now time.Time) (*Outcome, error) {
+	if req.Goal == "" {
+		return nil, Errorf(CodeInvalidGoalID, "%s needs an explicit goal id (--goal-id): it is never inferred", op)
+	}
+	if req.Actor != "" {
+		if err := CheckAgentID("agent id", req.Actor); err != nil {
+			return nil, err
+		}
+	}
+	g, err := RequireGoal(v, req.Goal)
 	if err != nil {
 		return nil, err
 	}
-	o := &Outcome{Operation: "goal.archive", Status: StatusNoChange, Goal: goal, Actor: actor, Data: GoalData{GoalID: goal, Goal: g}}
-	if g.Status == GoalArchived {
+	o := &Outcome{Operation: op, Status: StatusNoChange, Goal: req.Goal, Actor: req.Actor, Data: GoalData{GoalID: req.Goal, Goal: g}}
+	if g.Status == status {
 		return o, nil
 	}
-	g.Status, g.UpdatedAt = GoalArchived, now
+	g.Status, g.UpdatedAt = status, now
 	v.PutGoal(g)
 	o.Status, o.Write, o.BoardChanged = StatusApplied, true, true
 	return o, nil
@@ -82,21 +119,60 @@ func ActiveGoals(v *View) ([]*Goal, error) {
 	return out, nil
 }
 
-// Init creates the store meta record; on an initialized store it is no_change.
-// A store of a newer format is refused.
-func Init(v *View, now time.Time) (*Outcome, error) {
+// Init creates the store meta record at the requested format; on an
+// initialized store it is no_change. A store of a newer format is refused.
+func Init(v *View, req InitRequest, now time.Time) (*Outcome, error) {
+	if err := checkFormatRequest(req.FormatVersion); err != nil {
+		return nil, err
+	}
 	m, err := v.Meta()
 	if err != nil {
 		return nil, err
 	}
-	o := &Outcome{Operation: "init", Status: StatusNoChange}
+	o := &Outcome{Operation: OpStoreInit, Status: StatusNoChange}
 	if m != nil {
 		if m.FormatVersion > FormatVersion {
 			return nil, Errorf(CodeStoreFormatUnsupported, "store format %d is newer than this loopx understands (%d)", m.FormatVersion, FormatVersion)
 		}
 		return o, nil
 	}
-	v.PutMeta(&StoreMeta{FormatVersion: FormatVersion, CreatedAt: now})
+	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now})
 	o.Status, o.Write = StatusApplied, true
 	return o, nil
+}
+
+// UpgradeRequest moves a store to a newer format.
+type UpgradeRequest struct {
+	FormatVersion int `json:"format_version,omitempty" desc:"the format to upgrade to" required:"true"`
+}
+
+// Upgrade records that the store is now at the requested format. From
+// format 2 on, every state commit carries its recorded request; the
+// upgrade is itself such a commit, so history before it is "made by an
+// older loopx" and every commit after it must verify. A store at that
+// format already is no_change; a newer one is refused.
+func Upgrade(v *View, req UpgradeRequest, now time.Time) (*Outcome, error) {
+	if err := checkFormatRequest(req.FormatVersion); err != nil {
+		return nil, err
+	}
+	m, err := RequireStore(v)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outcome{Operation: OpStoreUpgrade, Status: StatusNoChange}
+	if m.FormatVersion >= req.FormatVersion {
+		return o, nil
+	}
+	up := *m
+	up.FormatVersion = req.FormatVersion
+	v.PutMeta(&up)
+	o.Status, o.Write = StatusApplied, true
+	return o, nil
+}
+
+func checkFormatRequest(f int) error {
+	if f < 1 || f > FormatVersion {
+		return Errorf(CodeStoreFormatUnsupported, "store format %d: this loopx writes formats 1..%d", f, FormatVersion).With("field", "format_version")
+	}
+	return nil
 }

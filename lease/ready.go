@@ -123,10 +123,11 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 
 // ReadyClaimRequest claims the first ready todo (todo ready --claim).
 type ReadyClaimRequest struct {
-	Goal, Actor     string
-	ClaimTTLMinutes int64
-	LeaseKey        string
-	LeaseTTLSeconds int64
+	Goal            string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Actor           string `json:"agent_id,omitempty" desc:"the agent looking for work (default: the goal's only agent)"`
+	ClaimTTLMinutes int64  `json:"claim_ttl_minutes,omitempty" desc:"the claim expires after this many minutes (0: never)"`
+	LeaseKey        string `json:"task_lease_idempotency_key,omitempty" desc:"also acquire the task lease with this execution key"`
+	LeaseTTLSeconds int64  `json:"ttl_seconds,omitempty" desc:"with task_lease_idempotency_key: the lease TTL in seconds"`
 }
 
 // readyClaimSkippable are the refusals that make ready --claim try the next

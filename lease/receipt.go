@@ -29,15 +29,6 @@ import (
 	"time"
 )
 
-// Operation names of the task-lease commands.
-const (
-	OpLeaseAcquire  = "task-lease.acquire"
-	OpLeaseRenew    = "task-lease.renew"
-	OpLeaseTransfer = "task-lease.transfer"
-	OpLeaseRelease  = "task-lease.release"
-	OpLeaseInspect  = "task-lease.inspect"
-)
-
 // Holder end reasons recorded by the lease operations.
 const (
 	EndReleased    = "released"

@@ -8,7 +8,10 @@ import (
 
 // FormatVersion is the store format this build writes. A store recording a
 // newer format is refused for writing (store_format_unsupported).
-const FormatVersion = 1
+//
+// Format 1: records only. Format 2: every state commit records its request
+// (Loopx-Request), so history can be re-verified (operation.go).
+const FormatVersion = 2
 
 // Status values.
 const (

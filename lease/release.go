@@ -19,8 +19,11 @@ import "time"
 
 // ReleaseRequest ends the current execution.
 type ReleaseRequest struct {
-	Goal, Todo, Owner, IdempotencyKey string
-	ExpectedVersion                   *int64 // required
+	Goal            string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo            string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Owner           string `json:"owner,omitempty" desc:"lease owner, the acting agent (default: the goal's only agent)"`
+	IdempotencyKey  string `json:"idempotency_key,omitempty" desc:"the current execution key" required:"true"`
+	ExpectedVersion *int64 `json:"expected_version,omitempty" desc:"the current lease version" required:"true"`
 }
 
 // Release decides a task-lease release.

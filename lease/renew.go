@@ -16,9 +16,12 @@ import "time"
 
 // RenewRequest extends the current execution's expiry.
 type RenewRequest struct {
-	Goal, Todo, Owner, IdempotencyKey string
-	ExpectedVersion                   *int64 // required
-	TTLSeconds                        int64
+	Goal            string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo            string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Owner           string `json:"owner,omitempty" desc:"lease owner, the acting agent (default: the goal's only agent)"`
+	IdempotencyKey  string `json:"idempotency_key,omitempty" desc:"the current execution key" required:"true"`
+	ExpectedVersion *int64 `json:"expected_version,omitempty" desc:"the current lease version" required:"true"`
+	TTLSeconds      int64  `json:"ttl_seconds,omitempty" desc:"new time to live from now, 1..86400 seconds" required:"true"`
 }
 
 // Renew decides a task-lease renew.

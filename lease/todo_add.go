@@ -10,11 +10,15 @@ import (
 
 // AddRequest adds a todo to a goal.
 type AddRequest struct {
-	Goal, Todo, Text, Priority, Actor string
-	DependsOn                         []string
-	RequiredWriteScopes               []string
-	BoundAgent                        string
-	ExcludedAgents                    []string
+	Goal                string   `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo                string   `json:"todo_id,omitempty" desc:"todo id (generated when omitted)"`
+	Text                string   `json:"text,omitempty" desc:"what is to be done" required:"true"`
+	Priority            string   `json:"priority,omitempty" desc:"P0 (highest) .. P4 (default P2)"`
+	Actor               string   `json:"agent_id,omitempty" desc:"acting agent (recorded as author)"`
+	DependsOn           []string `json:"depends_on,omitempty" desc:"todos that must be done first"`
+	RequiredWriteScopes []string `json:"required_write_scopes,omitempty" desc:"path globs the work writes"`
+	BoundAgent          string   `json:"bound_agent,omitempty" desc:"only this agent may work on it"`
+	ExcludedAgents      []string `json:"excluded_agents,omitempty" desc:"agents that may not work on it"`
 }
 
 // TodoAddData is the result of todo add.
@@ -113,6 +117,6 @@ func AddTodo(v *View, req AddRequest, now time.Time) (*Outcome, error) {
 		ExcludedAgents: sortedSet(req.ExcludedAgents), CreatedBy: req.Actor, CreatedAt: now,
 		UpdatedBy: req.Actor, UpdatedAt: now}
 	v.PutTodo(req.Goal, t)
-	return &Outcome{Operation: "todo.add", Status: StatusApplied, Goal: req.Goal, Todo: t.ID, Actor: req.Actor,
+	return &Outcome{Operation: OpTodoAdd, Status: StatusApplied, Goal: req.Goal, Todo: t.ID, Actor: req.Actor,
 		Write: true, BoardChanged: true, Data: TodoAddData{GoalID: req.Goal, TodoID: t.ID, Todo: t}}, nil
 }

@@ -37,11 +37,18 @@ import "time"
 
 // TransferRequest hands the current execution over to a new owner and key.
 type TransferRequest struct {
-	Goal, Todo, Owner, IdempotencyKey string
-	ExpectedVersion                   *int64 // required
-	NewOwner, NewIdempotencyKey       string
-	TTLSeconds                        int64
-	TransferClaim                     bool
+	Goal              string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo              string `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Owner             string `json:"owner,omitempty" desc:"current lease owner, the acting agent (default: the goal's only agent)"`
+	IdempotencyKey    string `json:"idempotency_key,omitempty" desc:"the current execution key" required:"true"`
+	ExpectedVersion   *int64 `json:"expected_version,omitempty" desc:"the current lease version" required:"true"`
+	NewOwner          string `json:"new_owner,omitempty" desc:"the receiving agent" required:"true"`
+	NewIdempotencyKey string `json:"new_idempotency_key,omitempty" desc:"the receiver's new execution key" required:"true"`
+	TTLSeconds        int64  `json:"ttl_seconds,omitempty" desc:"the receiver's time to live, 1..86400 seconds" required:"true"`
+	// TransferClaim moves the claim in the same commit. It is not a field
+	// of the wire: it selects its own schema (task-lease.transfer-claim),
+	// so a runtime that does not know it refuses the request whole.
+	TransferClaim bool `json:"-"`
 }
 
 // Transfer decides a task-lease transfer.

@@ -41,20 +41,33 @@ import (
 
 // UpdateRequest updates a todo.
 type UpdateRequest struct {
-	Goal, Todo, Actor string
-	Text              *string
-	Note              string
-	ClearClaim        bool
-	ClaimedBy         string
-	Priority          string
-	ExcludeAgents     []string
-	AuthorityReason   string
-	Proof             *Proof
+	Goal            string   `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
+	Todo            string   `json:"todo_id,omitempty" desc:"todo id" required:"true"`
+	Actor           string   `json:"agent_id,omitempty" desc:"acting agent (default: claimed_by, or the goal's only agent)"`
+	Text            *string  `json:"text,omitempty" desc:"new text"`
+	Note            string   `json:"note,omitempty" desc:"continuation note (kept byte for byte)"`
+	ClearClaim      bool     `json:"clear_claim,omitempty" desc:"remove the claim"`
+	ClaimedBy       string   `json:"claimed_by,omitempty" desc:"the claim owner acting (or, for an orchestrator with reassign authority, the new claim owner)"`
+	Priority        string   `json:"priority,omitempty" desc:"new priority P0..P4"`
+	ExcludeAgents   []string `json:"exclude_agents,omitempty" desc:"agents to exclude from this todo"`
+	AuthorityReason string   `json:"authority_reason,omitempty" desc:"why an orchestrator uses its lifecycle authority"`
+	Proof           *Proof   `json:"task_lease,omitempty" desc:"the lease proof, required while the todo has an effective lease"`
 }
 
 // Update decides `todo update`.
 func Update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
-	return atomically(v, func() (*Outcome, error) { return update(v, req, now) })
+	return withReason(atomically(v, func() (*Outcome, error) { return update(v, req, now) }))(req.AuthorityReason)
+}
+
+// withReason records an orchestrator's --authority-reason in the audit
+// trail of a written outcome.
+func withReason(o *Outcome, err error) func(reason string) (*Outcome, error) {
+	return func(reason string) (*Outcome, error) {
+		if err == nil && o.Write {
+			o.AuthorityReason = reason
+		}
+		return o, err
+	}
 }
 
 func checkUpdateRequest(req *UpdateRequest) error {

@@ -58,6 +58,7 @@ func Params() testscript.Params {
 			"jq":    cmdJQ,
 			"path":  cmdPath,
 			"exits": cmdExits,
+			"envfile": cmdEnvFile,
 		},
 	}
 }
@@ -143,4 +144,13 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
 	}
+}
+
+// cmdEnvFile sets an environment variable to the content of a file, trimmed
+// of surrounding space: "envfile REV $WORK/rev" after "cp stdout $WORK/rev".
+func cmdEnvFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: envfile VAR FILE")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }

@@ -186,18 +186,37 @@ func logCmd(e *env) *cobra.Command {
 }
 
 func verifyCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:     "verify",
-		Short:   "Check every record on the head and report problems and pending boards",
-		Long:    "verify exits 1 with code corrupt_record when any record is invalid; the problems list names each path.",
-		Example: "  loopx verify --format json",
+	var history bool
+	var since string
+	c := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every record on the head (or, with --history, every commit) and report problems",
+		Long: `verify exits 1 with code corrupt_record when any record is invalid; the problems list names each path.
+
+With --history it re-verifies every commit of the state ref's first-parent
+history (after --since REV): each state commit's recorded request, decided again
+on its parent at its time, must give exactly its tree and message, and each
+board commit must be the rendering of the state it names. The first commit
+that does not hold is named (details revision and reason); commits made before
+the store recorded requests are counted as unverifiable_older.`,
+		Example: "  loopx verify --format json\n  loopx verify --history\n  loopx verify --history --since 4f1c…",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if since != "" && !history {
+				return usageError("--since needs --history")
+			}
 			s, err := e.open()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if history {
+				res, err := s.VerifyHistory(since)
+				if err != nil {
+					return err
+				}
+				return e.print(res)
+			}
 			res, err := s.Verify()
 			if err != nil {
 				return err
@@ -211,6 +230,9 @@ func verifyCmd(e *env) *cobra.Command {
 			return e.print(res)
 		},
 	}
+	c.Flags().BoolVar(&history, "history", false, "re-verify every commit of the state ref's history")
+	c.Flags().StringVar(&since, "since", "", "with --history: only the commits after this revision")
+	return c
 }
 
 func gcCmd(e *env) *cobra.Command {

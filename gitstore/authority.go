@@ -1,0 +1,313 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// The compare-and-swap cycle, once for every authority.
+//
+//	fence → head (the authority's) → snapshot → decide → build the commit
+//	(and a chained second one) → publish it with a compare-and-swap on the
+//	head decided on → done; a lost compare-and-swap decides again on the
+//	new head, after a backoff from the retry policy.
+//
+// The authority says where the ref's truth lives: this repository's ref
+// (LocalRef), or a Git server's (Remote), whose receive-pack checks the old
+// value under its own ref lock: a true compare-and-swap, never a force push.
+// Everything else (chaining, retries, backoff, the lookup of a lost
+// response) is the same for both.
+
+// Decide is one decision on a snapshot: the proposal to commit on it, or
+// nil (nothing to commit), or an error (nothing is committed).
+type Decide func(sn *Snapshot) (*Proposal, error)
+
+// TxResult is what a transaction did.
+type TxResult struct {
+	// Head is the ref's value afterwards: the last commit made, or the
+	// head the final decision was made on.
+	Head Hash
+	// State is the first commit made (ZeroHash when none): the commit of
+	// the proposal's own changes, before any chained commit.
+	State Hash
+	// Base is the head the final decision was made on.
+	Base Hash
+	// Attempts counts decisions; Conflicts the lost compare-and-swaps.
+	Attempts, Conflicts int
+	// Existed is set when the commit made already existed before this
+	// transaction wrote it: an identical decision (same request, same
+	// parent, same second) was made and published before, so this one is
+	// not a new application (the caller reports it as replayed).
+	Existed bool
+}
+
+// RetryPolicy bounds the retries of lost compare-and-swaps. Backoff is
+// "decorrelated jitter": each wait is random in [Initial, 3×previous],
+// capped at Max, so contending writers spread out quickly and their waits
+// adapt to how long the others take.
+type RetryPolicy struct {
+	// MaxAttempts bounds the decisions of one transaction.
+	MaxAttempts int
+	// Initial and Max bound each wait between attempts.
+	Initial, Max time.Duration
+	// Timeout bounds the whole transaction (0: none beyond ctx).
+	Timeout time.Duration
+}
+
+// DefaultRetry is the policy of loopx's mutations: up to 200 attempts,
+// waits from 2 ms up to 2 s, two minutes in all. A lost compare-and-swap
+// costs one round trip to the authority; 16 writers on one server lose
+// many races, and none should give up while the others progress.
+var DefaultRetry = RetryPolicy{MaxAttempts: 200, Initial: 2 * time.Millisecond, Max: 2 * time.Second, Timeout: 2 * time.Minute}
+
+// next returns the wait after prev (0 for the first).
+func (p RetryPolicy) next(prev time.Duration) time.Duration {
+	lo := max(p.Initial, time.Microsecond)
+	hi := max(3*prev, lo+time.Microsecond)
+	d := lo + rand.N(hi-lo)
+	if p.Max > 0 && d > p.Max {
+		d = p.Max/2 + rand.N(p.Max/2+1)
+	}
+	return d
+}
+
+// Authority is where the ref's truth lives (LocalRef, or a Remote).
+type Authority interface {
+	// head returns the head to decide on; guess reports an optimistic
+	// value that a refusal must not be judged on.
+	head(ctx context.Context, s *Store, attempt int) (h Hash, guess bool, err error)
+	// publish makes pr (built on expected) the authority's head, failing
+	// with ErrConflict when the head is no longer expected. existed
+	// reports that the authority already held the very commit.
+	publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (existed bool, err error)
+}
+
+// LocalRef is the authority of the store's own ref.
+func LocalRef() Authority { return localRef{} }
+
+type localRef struct{}
+
+func (localRef) head(ctx context.Context, s *Store, attempt int) (Hash, bool, error) {
+	h, err := s.Head()
+	return h, false, err
+}
+
+func (localRef) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (bool, error) {
+	existed := s.hasCommit(pr.first)
+	_, err := s.commitPrepared(expected, pr)
+	return existed, err
+}
+
+// Remote is the authority of a Git server's ref, reached with fetch and a
+// compare-and-swap push. The local ref mirrors it (OnHead moves it).
+type Remote struct {
+	// Name is the remote's name (or URL).
+	Name string
+	// OnHead, when set, is told each head seen on the server: fetched
+	// (published false) or just published by this transaction (true).
+	OnHead func(h Hash, published bool)
+
+	mu    sync.Mutex
+	known Hash // the head this process last published: an optimistic guess
+}
+
+func (r *Remote) head(ctx context.Context, s *Store, attempt int) (Hash, bool, error) {
+	r.mu.Lock()
+	guess := r.known
+	r.known = ZeroHash
+	r.mu.Unlock()
+	if attempt == 1 && !guess.IsZero() && s.hasCommit(guess) {
+		return guess, true, nil
+	}
+	h, err := s.Fetch(ctx, r.Name)
+	if err != nil {
+		return ZeroHash, false, err
+	}
+	if r.OnHead != nil {
+		r.OnHead(h, false)
+	}
+	return h, false, nil
+}
+
+// Fetched fetches the server's head for a read, telling OnHead.
+func (r *Remote) Fetched(ctx context.Context, s *Store) (Hash, error) {
+	h, _, err := r.head(ctx, s, 0)
+	return h, err
+}
+
+func (r *Remote) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (bool, error) {
+	if err := s.writePrepared(pr); err != nil {
+		return false, err
+	}
+	err := s.Push(ctx, r.Name, expected, pr.head)
+	if errors.Is(err, ErrConflict) || err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	r.known = pr.head
+	r.mu.Unlock()
+	if r.OnHead != nil {
+		r.OnHead(pr.head, true)
+	}
+	return false, nil
+}
+
+// Repo is a store of files on a ref as a mutation path needs it: the
+// authority's head, snapshots, one compare-and-swap transaction, history.
+// *Store bound to an authority (Bind) and MemRepo implement it; the
+// conformance suite (storetest) checks both.
+type Repo interface {
+	// Head returns the authority's head (ZeroHash when the ref is absent).
+	Head(ctx context.Context) (Hash, error)
+	// Snapshot returns the snapshot at a commit (ZeroHash: empty).
+	Snapshot(rev Hash) (*Snapshot, error)
+	// Transact runs decide under the fence and commits its proposal with a
+	// compare-and-swap on the head it decided on, retrying lost ones.
+	Transact(ctx context.Context, decide Decide) (TxResult, error)
+	// Log walks first-parent history from a commit, newest first.
+	Log(from Hash, fn func(c CommitMeta) (bool, error)) error
+	// ChildOf finds, on head's first-parent history, the commit whose
+	// parent is parent (ZeroHash when there is none): where a decision
+	// made on parent was committed (the lookup of a lost response).
+	ChildOf(head, parent Hash) (Hash, error)
+	// DiffHashes calls fn for each file under dir whose blob differs
+	// between two commits.
+	DiffHashes(from, to Hash, dir string, fn func(path string, old, new Hash) error) error
+	// TreeOf returns the tree name a commit of changes on parent would
+	// have, writing nothing.
+	TreeOf(parent Hash, changes []Change) (Hash, error)
+	// ReadSideFile and WriteSideFile keep derived data beside the ref.
+	ReadSideFile(name string) ([]byte, error)
+	WriteSideFile(name string, data []byte, durable bool) error
+}
+
+// Bind returns the store as a Repo whose truth is auth, retried by policy.
+func (s *Store) Bind(auth Authority, policy RetryPolicy) Repo {
+	return &bound{Store: s, auth: auth, policy: policy}
+}
+
+type bound struct {
+	*Store
+	auth   Authority
+	policy RetryPolicy
+}
+
+func (b *bound) Head(ctx context.Context) (Hash, error) {
+	h, _, err := b.auth.head(ctx, b.Store, 0)
+	return h, err
+}
+
+func (b *bound) Transact(ctx context.Context, decide Decide) (TxResult, error) {
+	return b.Store.transact(ctx, b.auth, b.policy, decide)
+}
+
+// Transact runs one read-decide-commit cycle on the local ref under the
+// exclusive fence (see the authority comment at the top of this file): it
+// reads the head, calls decide with a snapshot of it, and commits the
+// returned proposal on top of that head. If decide returns (nil, nil) or an
+// error, nothing is committed and Transact returns the head it read and
+// decide's error. A lost compare-and-swap (only possible for a writer that
+// bypasses the fence, such as `git update-ref`) decides again on the new
+// head, as DefaultRetry allows; then the error wraps ErrConflict. decide
+// must therefore be free of side effects other than its proposal. It
+// returns the new head.
+func (s *Store) Transact(ctx context.Context, decide Decide) (Hash, error) {
+	res, err := s.transact(ctx, LocalRef(), DefaultRetry, decide)
+	return res.Head, err
+}
+
+// transact is the cycle.
+func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy, decide Decide) (TxResult, error) {
+	var res TxResult
+	if policy.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, policy.Timeout)
+		defer cancel()
+	}
+	unlock, err := s.Lock(ctx, true)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	var wait time.Duration
+	for attempt := 1; ; attempt++ {
+		head, guess, err := auth.head(ctx, s, attempt)
+		if err != nil {
+			return res, err
+		}
+		res.Base, res.Head, res.Attempts = head, head, attempt
+		sn, err := s.Snapshot(head)
+		if err != nil {
+			return res, err
+		}
+		p, err := decide(sn)
+		if guess && (err != nil || p == nil) {
+			continue // judge refusals and no-ops on a fresh head only
+		}
+		if err != nil || p == nil {
+			return res, err
+		}
+		pr, err := s.prepareProposal(head, p)
+		if err != nil {
+			return res, err
+		}
+		existed, err := auth.publish(ctx, s, head, pr)
+		if err == nil {
+			res.Head, res.State, res.Existed = pr.head, pr.first, existed
+			s.maybeGCLocked()
+			return res, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return res, err
+		}
+		res.Conflicts++
+		if policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {
+			return res, fmt.Errorf("gitstore: gave up after %d attempts: %w", attempt, err)
+		}
+		wait = policy.next(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("gitstore: %w (after %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// ChildOf finds the commit on head's first-parent history whose parent is
+// parent (ZeroHash when none): where a decision made on parent landed.
+func (s *Store) ChildOf(head, parent Hash) (Hash, error) {
+	found := ZeroHash
+	err := s.Log(head, func(c CommitMeta) (bool, error) {
+		if c.Parent == parent {
+			found = c.Hash
+			return false, nil
+		}
+		return true, nil
+	})
+	return found, err
+}
+
+// TreeOf returns the name of the tree a commit of changes on parent would
+// have, without writing anything.
+func (s *Store) TreeOf(parent Hash, changes []Change) (Hash, error) {
+	if err := validateChanges(changes); err != nil {
+		return ZeroHash, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+	pend := newPendingObjects()
+	h, err := s.buildCommit(pend, parent, changes, CommitInfo{When: time.Unix(0, 0)})
+	if err != nil {
+		return ZeroHash, err
+	}
+	return pend.commits[h], nil
+}

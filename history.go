@@ -1,0 +1,338 @@
+package loopx
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/markdown"
+)
+
+// verify --history (contract section 7): every commit on the state ref's
+// first-parent history, oldest first, is checked against its parent.
+//
+//   - A state commit: its recorded request (lease.ParseCommit, strict) is
+//     re-decided on the parent at the commit's time (lease.Redecide); the
+//     tree of the parent with the decision's writes must be the commit's
+//     tree, the message the one the decision gives, the author the acting
+//     agent and the committer loopx.
+//   - A board commit: it must name its parent (Loopx-Projection-Of) and be
+//     the parent's tree with the goal's board set to the rendering of the
+//     parent's records.
+//   - Commits whose parent is a store of format 1 (before requests were
+//     recorded) are "unverifiable: made by an older loopx"; the upgrade
+//     commit (store.upgrade, format 2) is itself verified, and from it on a
+//     commit that does not verify is a forgery.
+//
+// The first commit that does not hold is named, with the reason.
+
+// HistoryData is the result of verify --history.
+type HistoryData struct {
+	Valid bool   `json:"valid"`
+	Head  string `json:"head"`
+	Since string `json:"since,omitempty"`
+	// Commits counts the commits checked; StateCommits the re-decided
+	// requests and BoardCommits the re-rendered boards among them.
+	Commits      int `json:"commits"`
+	StateCommits int `json:"state_commits"`
+	BoardCommits int `json:"board_commits"`
+	// Older counts commits made before the store recorded requests.
+	Older        int             `json:"unverifiable_older"`
+	FirstInvalid *HistoryProblem `json:"first_invalid,omitempty"`
+}
+
+// HistoryProblem names a commit that does not verify.
+type HistoryProblem struct {
+	Revision string `json:"revision"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+}
+
+// VerifyHistory re-verifies the state ref's history after since (a
+// revision on it; "" for all of it).
+func (s *Store) VerifyHistory(since string) (*Result, error) {
+	head, err := s.repo.Head(context.Background())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if head.IsZero() {
+		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
+	}
+	d, err := s.verifyHistory(head, since)
+	if err != nil {
+		return nil, err
+	}
+	res := s.annotate(&Result{Operation: "verify", CurrentRevision: revString(head), Data: map[string]any{"history": d}}, s.opts.now())
+	if !d.Valid {
+		p := d.FirstInvalid
+		return res, lease.Errorf(lease.CodeCorruptRecord, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
+			With("revision", p.Revision).With("reason", p.Reason).With("history", d)
+	}
+	return res, nil
+}
+
+// verifyHistory checks the first-parent chain from head back to since.
+func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, error) {
+	d := &HistoryData{Valid: true, Head: head.String(), Since: since}
+	stop := gitstore.ZeroHash
+	if since != "" {
+		stop = gitstore.ParseHash(since)
+		if stop.IsZero() || len(since) != 40 {
+			return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %q: want a full commit hash on the state ref", since).With("field", "since")
+		}
+	}
+	// The chain, oldest first (hashes only: the messages are read again
+	// one at a time, so memory stays flat in history length).
+	var chain []gitstore.Hash
+	found := stop.IsZero()
+	err := s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+		if c.Hash == stop {
+			found = true
+			return false, nil
+		}
+		chain = append(chain, c.Hash)
+		return true, nil
+	})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if !found {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
+	}
+	boards := &historyBoards{s: s, models: map[string]*historyModel{}}
+	for i := len(chain) - 1; i >= 0; i-- {
+		c, err := s.commitMeta(chain[i])
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		d.Commits++
+		kind, perr := s.verifyCommit(c, boards)
+		if perr != nil {
+			he, ok := perr.(*lease.HistoryError)
+			if !ok {
+				return nil, mapErr(perr)
+			}
+			d.Valid = false
+			d.FirstInvalid = &HistoryProblem{Revision: c.Hash.String(), Reason: he.Kind, Message: he.Message}
+			return d, nil
+		}
+		switch kind {
+		case commitState:
+			d.StateCommits++
+		case commitBoard:
+			d.BoardCommits++
+		case commitOlder:
+			d.Older++
+		}
+	}
+	return d, nil
+}
+
+func (s *Store) commitMeta(h gitstore.Hash) (gitstore.CommitMeta, error) {
+	var out gitstore.CommitMeta
+	err := s.repo.Log(h, func(c gitstore.CommitMeta) (bool, error) { out = c; return false, nil })
+	return out, err
+}
+
+type commitKind int
+
+const (
+	commitState commitKind = iota
+	commitBoard
+	commitOlder
+)
+
+// verifyCommit checks one commit against its parent. A *lease.HistoryError
+// says why it does not verify; other errors are the store's.
+func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (commitKind, error) {
+	parentSn, err := s.repo.Snapshot(c.Parent)
+	if err != nil {
+		return 0, err
+	}
+	pv := s.viewOf(parentSn)
+	rc, perr := lease.ParseCommit(c.Message)
+	older, err := s.madeByOlder(c, pv, rc)
+	if err != nil {
+		return 0, err
+	}
+	if older {
+		return commitOlder, nil
+	}
+	if rc.Board {
+		return commitBoard, s.verifyBoard(c, parentSn, pv, rc, boards)
+	}
+	if perr != nil {
+		return 0, perr
+	}
+	rd, err := lease.Redecide(pv, rc, c.When.UTC())
+	if err != nil {
+		return 0, err
+	}
+	want := s.commitInfo(rd.Outcome.Actor, rd.Message, c.When.UTC())
+	if !lease.MessageMatches(c.Message, rd.Message) {
+		return 0, historyProblem(lease.ProblemTrailerMismatch, "the message is not what the request decides:\n%s", rd.Message)
+	}
+	if err := sameIdentity(c, want); err != nil {
+		return 0, err
+	}
+	changes := make([]gitstore.Change, 0, len(rd.Changes))
+	for _, ch := range rd.Changes {
+		changes = append(changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
+	}
+	tree, err := s.repo.TreeOf(c.Parent, changes)
+	if err != nil {
+		return 0, err
+	}
+	if tree != c.Tree {
+		return 0, historyProblem(lease.ProblemTreeMismatch, "its records are not what its request decides on its parent (%s)", s.treeDiff(c, tree))
+	}
+	return commitState, nil
+}
+
+// madeByOlder reports a commit made before its store recorded requests:
+// its parent is a format-1 store (or, for the root commit, it makes one),
+// and it records no JSON request.
+func (s *Store) madeByOlder(c gitstore.CommitMeta, pv *lease.View, rc lease.RecordedCommit) (bool, error) {
+	if strings.HasPrefix(rc.Request, "{") {
+		return false, nil
+	}
+	format := 0
+	if c.Parent.IsZero() {
+		sn, err := s.repo.Snapshot(c.Hash)
+		if err != nil {
+			return false, err
+		}
+		pv = s.viewOf(sn)
+	}
+	if m, err := pv.Meta(); err == nil && m != nil {
+		format = m.FormatVersion
+	}
+	return format == 1, nil
+}
+
+// verifyBoard checks a board commit: the rendering of its parent.
+func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, pv *lease.View, rc lease.RecordedCommit, boards *historyBoards) error {
+	goal := rc.Entry.Goal
+	if rc.Entry.ProjectionOf != c.Parent.String() {
+		return historyProblem(lease.ProblemBoardMismatch, "it names %s, not its parent %s", rc.Entry.ProjectionOf, c.Parent)
+	}
+	if !lease.ValidGoalID(goal) {
+		return historyProblem(lease.ProblemBoardMismatch, "it names no valid goal (%q)", goal)
+	}
+	if c.When.Before(parentSn.Time()) {
+		return historyProblem(lease.ProblemTimeRegression, "dated before its parent")
+	}
+	msg := lease.ProjectionMessage(goal, c.Parent.String())
+	if !lease.MessageMatches(c.Message, msg) {
+		return historyProblem(lease.ProblemTrailerMismatch, "the message is not a board commit's:\n%s", msg)
+	}
+	if err := sameIdentity(c, s.commitInfo("", msg, c.When)); err != nil {
+		return err
+	}
+	board, err := boards.render(parentSn, pv, goal)
+	if err != nil {
+		return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
+	}
+	if board == nil {
+		return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
+	}
+	tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
+	if err != nil {
+		return err
+	}
+	if tree != c.Tree {
+		return historyProblem(lease.ProblemBoardMismatch, "its tree is not its parent's with the board of %s rendered", goal)
+	}
+	return nil
+}
+
+func historyProblem(kind, format string, args ...any) *lease.HistoryError {
+	return &lease.HistoryError{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// sameIdentity compares a commit's author and committer with what loopx
+// writes for it.
+func sameIdentity(c gitstore.CommitMeta, want gitstore.CommitInfo) error {
+	if c.AuthorName != want.AuthorName || c.AuthorEmail != want.AuthorEmail ||
+		c.CommitterName != want.CommitterName || c.CommitterEmail != want.CommitterEmail {
+		return historyProblem(lease.ProblemAuthorMismatch, "author %s <%s>, committer %s <%s>; want %s <%s> and %s <%s>",
+			c.AuthorName, c.AuthorEmail, c.CommitterName, c.CommitterEmail,
+			want.AuthorName, want.AuthorEmail, want.CommitterName, want.CommitterEmail)
+	}
+	if !c.CommitTime.Equal(c.When) {
+		return historyProblem(lease.ProblemTimeRegression, "committed at %s, decided at %s", c.CommitTime, c.When)
+	}
+	return nil
+}
+
+// treeDiff names the first paths where a commit's tree differs from the
+// expected one (for the message of a forged record).
+func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
+	var paths []string
+	_ = s.repo.DiffHashes(c.Parent, c.Hash, "", func(p string, _, _ gitstore.Hash) error {
+		paths = append(paths, p)
+		return nil
+	})
+	if len(paths) > 5 {
+		paths = append(paths[:5], "…")
+	}
+	return "it changes " + strings.Join(paths, ", ")
+}
+
+// historyBoards renders boards along a history walk from models brought up
+// to date commit by commit, so a board costs what changed since the last.
+type historyBoards struct {
+	s      *Store
+	models map[string]*historyModel
+}
+
+type historyModel struct {
+	m   *markdown.Model
+	rev gitstore.Hash
+}
+
+func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string) ([]byte, error) {
+	g, err := v.Goal(goal)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	if hm := h.models[goal]; hm != nil {
+		if board, ok := h.catchUp(hm, sn, v, g); ok {
+			return board, nil
+		}
+	}
+	board, m, err := renderBoardFull(v, goal)
+	if err != nil {
+		return nil, err
+	}
+	h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
+	return board, nil
+}
+
+func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal) ([]byte, bool) {
+	var paths []string
+	err := h.s.repo.DiffHashes(hm.rev, sn.Revision(), lease.GoalDir(g.ID), func(p string, _, _ gitstore.Hash) error {
+		paths = append(paths, p)
+		if len(paths) > modelCatchUp {
+			return errNotARecord
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false
+	}
+	for _, p := range paths {
+		if applyToModel(hm.m, v, g.ID, p) != nil {
+			return nil, false
+		}
+	}
+	hm.m.SetGoal(g)
+	board, err := hm.m.Render(viewRecords{v, g.ID})
+	if err != nil {
+		return nil, false
+	}
+	hm.rev = sn.Revision()
+	return board, true
+}

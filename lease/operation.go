@@ -1,0 +1,496 @@
+package lease
+
+// The operation table: one descriptor per mutation. Everything that names,
+// records, decodes or replays a mutation derives from it: the Store methods
+// of the root package, the command line's requests, the request recorded on
+// every state commit (Loopx-Request), `loopx sync`'s replay of offline work,
+// `loopx apply`, the MCP tools, `loopx verify --history` and the audit
+// names. Adding an operation is one entry here plus its decision and tests.
+//
+// A request travels as one JSON object: its fields (the request type's JSON
+// tags) and "schema", the schema id with its version
+// ("loopx.task-lease.acquire/v1"). Decoding is strict (DecodeRequest):
+// unknown or misspelt fields (exact case), unknown schema ids or versions,
+// wrong types and trailing data are invalid_request naming the field, never
+// dropped. The canonical form (Call.Encode) has sorted keys, omits empty
+// fields and leaves no default implicit: it is recorded after the
+// operation's resolver has filled in the goal, the acting agent, the
+// generated todo id and the lease's write scopes from the head it was
+// decided on, so re-deciding it needs nothing but the parent commit and
+// the commit's time.
+//
+// A change to what a decision writes for a request is a new schema version;
+// the old version keeps its decision, so history made by an older loopx
+// still re-verifies (docs/DECISIONS.md).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Operation names (the Loopx-Operation trailer and the JSON "operation").
+const (
+	OpStoreInit       = "init"
+	OpStoreUpgrade    = "store.upgrade"
+	OpGoalCreate      = "goal.create"
+	OpGoalArchive     = "goal.archive"
+	OpGoalUnarchive   = "goal.unarchive"
+	OpAgentRegister   = "agent.register"
+	OpAgentUnregister = "agent.unregister"
+	OpTodoAdd         = "todo.add"
+	OpTodoReady       = "todo.ready"
+	OpTodoClaim       = "todo.claim"
+	OpTodoUpdate      = "todo.update"
+	OpTodoComplete    = "todo.complete"
+	OpTodoSupersede   = "todo.supersede"
+	OpLeaseAcquire    = "task-lease.acquire"
+	OpLeaseRenew      = "task-lease.renew"
+	OpLeaseTransfer   = "task-lease.transfer"
+	OpLeaseRelease    = "task-lease.release"
+	OpLeaseInspect    = "task-lease.inspect"
+	// OpProjection names board commits (Loopx-Projection-Of).
+	OpProjection = "todo.project-markdown"
+)
+
+// SchemaField is the JSON key of a request's schema id.
+const SchemaField = "schema"
+
+// Defaults are what resolvers need beyond the records: the configured
+// default goal (the registry's default_goal, LOOPX_GOAL). Verification
+// resolves with none (recorded requests name their goal).
+type Defaults struct {
+	Goal string
+}
+
+// Operation describes one mutation.
+type Operation struct {
+	// Name is the command's operation name (e.g. "task-lease.transfer").
+	Name string
+	// Schema is the id of its request schema, with its version.
+	Schema string
+	// Summary says what it does, for people and tool descriptions.
+	Summary string
+
+	typ     reflect.Type // the request struct type
+	resolve func(v *View, d Defaults, now time.Time, req any) error
+	decide  func(v *View, req any, now time.Time) (*Outcome, error)
+	// fixed sets what the schema itself implies (transfer-claim) after
+	// decoding; matches selects this operation for a request value.
+	fixed   func(req any)
+	matches func(req any) bool
+}
+
+// def builds an Operation from a typed decision and resolver.
+func def[T any](name, schema, summary string, decide func(*View, T, time.Time) (*Outcome, error), resolve func(*View, Defaults, time.Time, *T) error) *Operation {
+	op := &Operation{Name: name, Schema: schema, Summary: summary, typ: reflect.TypeFor[T]()}
+	op.decide = func(v *View, req any, now time.Time) (*Outcome, error) { return decide(v, *req.(*T), now) }
+	op.resolve = func(v *View, d Defaults, now time.Time, req any) error {
+		if resolve == nil {
+			return nil
+		}
+		return resolve(v, d, now, req.(*T))
+	}
+	return op
+}
+
+func (op *Operation) with(fixed func(req any), matches func(req any) bool) *Operation {
+	op.fixed, op.matches = fixed, matches
+	return op
+}
+
+// operations is the table. Order: the order of the docs and tools.
+var operations = []*Operation{
+	def(OpStoreInit, "loopx.store.init/v1", "Create the store's root record.", Init, nil),
+	def(OpStoreUpgrade, "loopx.store.upgrade/v1", "Upgrade the store to a newer format (recorded requests on every commit).", Upgrade, nil),
+	def(OpGoalCreate, "loopx.goal.create/v1", "Create a goal.", CreateGoal, resolveGoalCreate),
+	def(OpGoalArchive, "loopx.goal.archive/v1", "Archive a goal (named explicitly): its records stay, mutations are refused.", ArchiveGoal, nil),
+	def(OpGoalUnarchive, "loopx.goal.unarchive/v1", "Unarchive an archived goal (named explicitly).", UnarchiveGoal, nil),
+	def(OpAgentRegister, "loopx.agent.register/v1", "Register an agent in a goal.", RegisterAgent, resolveRegister),
+	def(OpAgentUnregister, "loopx.agent.unregister/v1", "Unregister an agent; its leases stop being effective.", UnregisterAgent, resolveUnregister),
+	def(OpTodoAdd, "loopx.todo.add/v1", "Add a todo to a goal.", AddTodo, resolveAdd),
+	def(OpTodoReady, "loopx.todo.ready-claim/v1", "Claim the first todo the agent may take now (optionally acquiring its lease), atomically.", ReadyClaim, resolveReadyClaim),
+	def(OpTodoClaim, "loopx.todo.claim/v1", "Claim a todo (optionally acquiring its task lease in the same commit).", Claim, resolveClaim),
+	def(OpTodoUpdate, "loopx.todo.update/v1", "Update a todo: text, note, priority, exclusions, claim.", Update, resolveUpdate),
+	def(OpTodoComplete, "loopx.todo.complete/v1", "Complete a todo; a verified lease is released in the same commit.", Complete, resolveComplete),
+	def(OpTodoSupersede, "loopx.todo.supersede/v1", "Close a todo as superseded.", Supersede, resolveSupersede),
+	def(OpLeaseAcquire, "loopx.task-lease.acquire/v1", "Start a new execution on a todo (or take over after expiry or release).", Acquire, resolveAcquire),
+	def(OpLeaseRenew, "loopx.task-lease.renew/v1", "Extend the current execution's lease.", Renew, resolveRenew),
+	def(OpLeaseTransfer, "loopx.task-lease.transfer/v1", "Hand the execution to another agent.", Transfer, resolveTransfer).
+		with(nil, func(req any) bool { return !req.(*TransferRequest).TransferClaim }),
+	def(OpLeaseTransfer, "loopx.task-lease.transfer-claim/v1", "Hand the execution and the todo's claim to another agent in one commit (hard_lease goals).", Transfer, resolveTransfer).
+		with(func(req any) { req.(*TransferRequest).TransferClaim = true },
+			func(req any) bool { return req.(*TransferRequest).TransferClaim }),
+	def(OpLeaseRelease, "loopx.task-lease.release/v1", "End the current execution.", Release, resolveRelease),
+}
+
+// Operations returns the table, in order.
+func Operations() []*Operation { return slices.Clone(operations) }
+
+// Registry is a set of schemas a runtime understands. The default is the
+// whole table; a narrower one models an older runtime (tests).
+type Registry struct{ ops []*Operation }
+
+// DefaultRegistry knows every schema of this build.
+var DefaultRegistry = &Registry{ops: operations}
+
+// NewRegistry keeps the operations whose schema keep accepts.
+func NewRegistry(keep func(*Operation) bool) *Registry {
+	r := &Registry{}
+	for _, op := range operations {
+		if keep(op) {
+			r.ops = append(r.ops, op)
+		}
+	}
+	return r
+}
+
+// Lookup returns the operation of a schema id.
+func (r *Registry) Lookup(schema string) *Operation {
+	for _, op := range r.ops {
+		if op.Schema == schema {
+			return op
+		}
+	}
+	return nil
+}
+
+// Call is a request bound to its operation: Req points at a request struct.
+type Call struct {
+	Op  *Operation
+	Req any
+}
+
+// CallOf binds a request value (a request struct or a pointer to one) to its
+// operation. It panics on a type no operation takes: that is a programming
+// error, not input.
+func CallOf(req any) Call {
+	rv := reflect.ValueOf(req)
+	if rv.Kind() != reflect.Pointer {
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		rv = p
+	}
+	for _, op := range operations {
+		if op.typ == rv.Type().Elem() && (op.matches == nil || op.matches(rv.Interface())) {
+			return Call{Op: op, Req: rv.Interface()}
+		}
+	}
+	panic(fmt.Sprintf("lease: no operation takes %s", rv.Type()))
+}
+
+// Clone returns a call on a shallow copy of the request, for one attempt of
+// a decision (resolvers assign fields; they never modify shared slices).
+func (c Call) Clone() Call {
+	p := reflect.New(c.Op.typ)
+	p.Elem().Set(reflect.ValueOf(c.Req).Elem())
+	return Call{Op: c.Op, Req: p.Interface()}
+}
+
+// Resolve fills the request's omitted fields from the head it will be
+// decided on.
+func (c Call) Resolve(v *View, d Defaults, now time.Time) error { return c.Op.resolve(v, d, now, c.Req) }
+
+// Decide runs the operation's decision.
+func (c Call) Decide(v *View, now time.Time) (*Outcome, error) { return c.Op.decide(v, c.Req, now) }
+
+// Encode returns the canonical JSON of the request: one line, sorted keys,
+// empty fields omitted, "schema" included, no HTML escaping.
+func (c Call) Encode() ([]byte, error) {
+	raw, err := marshalPlain(c.Req)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	schema, _ := marshalPlain(c.Op.Schema)
+	m[SchemaField] = schema
+	return canonicalObject(m)
+}
+
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// canonicalObject writes m with sorted keys, nested objects canonical too.
+func canonicalObject(m map[string]json.RawMessage) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := marshalPlain(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		v := m[k]
+		if len(v) > 0 && v[0] == '{' {
+			var sub map[string]json.RawMessage
+			if err := json.Unmarshal(v, &sub); err != nil {
+				return nil, err
+			}
+			if v, _ = canonicalObject(sub); v == nil {
+				return nil, errors.New("lease: bad nested object")
+			}
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// DecodeRequest decodes one request in the wire schema, strictly, with the
+// schemas of this build.
+func DecodeRequest(data []byte) (Call, error) { return DefaultRegistry.Decode(data) }
+
+// Decode decodes one request strictly: the schema must be one r knows, every
+// field must be one of its schema (exact spelling), of the right type, and
+// nothing may follow the object.
+func (r *Registry) Decode(data []byte) (Call, error) {
+	var top map[string]json.RawMessage
+	if err := decodeOne(data, &top); err != nil {
+		return Call{}, requestError("", "the request is not one JSON object: %v", err)
+	}
+	if top == nil {
+		return Call{}, requestError("", "the request is not one JSON object")
+	}
+	rawSchema, ok := top[SchemaField]
+	if !ok {
+		return Call{}, requestError(SchemaField, "the request names no schema (a %q field such as %q)", SchemaField, operations[len(operations)-1].Schema)
+	}
+	var schema string
+	if err := json.Unmarshal(rawSchema, &schema); err != nil {
+		return Call{}, requestError(SchemaField, "schema must be a string")
+	}
+	op := r.Lookup(schema)
+	if op == nil {
+		return Call{}, requestError(SchemaField, "unknown request schema %q (this loopx knows: %s)", schema, strings.Join(r.schemas(), ", ")).With("schema", schema)
+	}
+	delete(top, SchemaField)
+	req := reflect.New(op.typ)
+	if err := decodeStrict(top, req, ""); err != nil {
+		return Call{}, err
+	}
+	if op.fixed != nil {
+		op.fixed(req.Interface())
+	}
+	return Call{Op: op, Req: req.Interface()}, nil
+}
+
+func (r *Registry) schemas() []string {
+	var out []string
+	for _, op := range r.ops {
+		out = append(out, op.Schema)
+	}
+	return out
+}
+
+// decodeOne decodes exactly one JSON value from data.
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err == nil {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+func requestError(field, format string, args ...any) *Error {
+	e := Errorf(CodeInvalidRequest, format, args...)
+	if field != "" {
+		e.With("field", field)
+	}
+	return e
+}
+
+// decodeStrict sets the fields of the struct that ptr points at from obj,
+// refusing keys that are not exactly one of its JSON names and values of
+// the wrong type. prefix names the enclosing field in errors.
+func decodeStrict(obj map[string]json.RawMessage, ptr reflect.Value, prefix string) error {
+	st := ptr.Elem()
+	fields := jsonFields(st.Type())
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		i, ok := fields[k]
+		if !ok {
+			return requestError(prefix+k, "unknown field %q in the request", prefix+k)
+		}
+		raw := obj[k]
+		f := st.Field(i)
+		if string(raw) == "null" {
+			continue
+		}
+		sub := f.Type()
+		if sub.Kind() == reflect.Pointer && sub.Elem().Kind() == reflect.Struct {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+				return requestError(prefix+k, "field %q must be an object", prefix+k)
+			}
+			p := reflect.New(sub.Elem())
+			if err := decodeStrict(m, p, prefix+k+"."); err != nil {
+				return err
+			}
+			f.Set(p)
+			continue
+		}
+		if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
+			return requestError(prefix+k, "field %q must be %s", prefix+k, typeWord(sub))
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of a struct's wire fields to their index.
+func jsonFields(t reflect.Type) map[string]int {
+	out := map[string]int{}
+	for i := range t.NumField() {
+		name := wireName(t.Field(i))
+		if name != "" {
+			out[name] = i
+		}
+	}
+	return out
+}
+
+// wireName is a field's JSON name ("" when it is not on the wire).
+func wireName(f reflect.StructField) string {
+	tag := f.Tag.Get("json")
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "-" || !f.IsExported() {
+		return ""
+	}
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func typeWord(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(typeWord(t.Elem()), "a ") + "s"
+	}
+	return "a " + t.Kind().String()
+}
+
+// DecodeLegacyRequest decodes the offline request that loopx wrote before
+// requests were versioned: {"op": NAME, "request": {Go field names...}}
+// (base64 in the Loopx-Request trailer of offline commits). It maps the Go
+// field names onto the wire names and decodes strictly, so stores in the
+// field still sync.
+func DecodeLegacyRequest(data []byte) (Call, error) {
+	var rec struct {
+		Op  string                     `json:"op"`
+		Req map[string]json.RawMessage `json:"request"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return Call{}, requestError("", "the recorded request is not valid: %v", err)
+	}
+	name := rec.Op
+	if name == "todo.ready-claim" {
+		name = OpTodoReady
+	}
+	var op *Operation
+	for _, o := range operations {
+		if o.Name == name {
+			op = o
+			break
+		}
+	}
+	if op == nil || name == OpStoreInit || name == OpStoreUpgrade {
+		return Call{}, requestError("op", "operation %q cannot be replayed", rec.Op)
+	}
+	if op.Name == OpLeaseTransfer {
+		if raw, ok := rec.Req["TransferClaim"]; ok {
+			if string(raw) == "true" {
+				op = DefaultRegistry.Lookup("loopx.task-lease.transfer-claim/v1")
+			}
+			delete(rec.Req, "TransferClaim")
+		}
+	}
+	wire, err := legacyToWire(rec.Req, op.typ)
+	if err != nil {
+		return Call{}, err
+	}
+	req := reflect.New(op.typ)
+	if err := decodeStrict(wire, req, ""); err != nil {
+		return Call{}, err
+	}
+	if op.fixed != nil {
+		op.fixed(req.Interface())
+	}
+	return Call{Op: op, Req: req.Interface()}, nil
+}
+
+// legacyToWire renames Go field names to wire names (nested structs too);
+// a name that is neither is left for the strict decoder to refuse.
+func legacyToWire(m map[string]json.RawMessage, t reflect.Type) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for k, raw := range m {
+		f, ok := t.FieldByName(k)
+		if !ok || wireName(f) == "" {
+			out[k] = raw
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && string(raw) != "null" {
+			var sub map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &sub); err != nil {
+				return nil, requestError(k, "field %q must be an object", k)
+			}
+			conv, err := legacyToWire(sub, ft.Elem())
+			if err != nil {
+				return nil, err
+			}
+			raw, _ = json.Marshal(conv)
+		}
+		if ft.Kind() != reflect.Pointer && isZeroJSON(raw) {
+			continue
+		}
+		out[wireName(f)] = raw
+	}
+	return out, nil
+}
+
+func isZeroJSON(raw json.RawMessage) bool {
+	switch string(raw) {
+	case `""`, "0", "false", "null", "[]":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,247 @@
+package loopx
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// The path of one mutation:
+//
+//	read → decide → propose → report
+//
+// Apply runs the call's decision in one compare-and-swap transaction of the
+// store's repository (whose authority is the local ref or the server's):
+// on the snapshot of the head, the operation's resolver fills in the
+// defaults, the pure decision decides, and the proposal is the decision's
+// writes with the commit message that records the canonical request; the
+// board of the goal rides on it as a chained commit (board.go). A lost
+// compare-and-swap decides again on the new head (gitstore). The report
+// says what happened in the contract's envelope.
+
+// files adapts a gitstore snapshot to lease.Files.
+type files struct{ sn *gitstore.Snapshot }
+
+func (f files) Read(p string) ([]byte, bool, error) { return f.sn.Read(p) }
+func (f files) Walk(dir string, fn func(string, []byte) error) error {
+	return f.sn.Walk(dir, fn)
+}
+func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
+	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
+}
+func (f files) ReadHash(hash string) ([]byte, error) {
+	return f.sn.ReadBlob(gitstore.ParseHash(hash))
+}
+func (f files) List(dir string) ([]string, error) {
+	entries, err := f.sn.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names, nil
+}
+
+func revString(h gitstore.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// viewOf returns the records view of a snapshot, sharing the store's
+// decoded-record cache.
+func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
+	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+	v.UseCache(s.cache)
+	// Which todos depend on one (todo show's unblocks) comes from the
+	// goal's board model, which holds every todo's dependencies, instead
+	// of a scan of every todo.
+	v.UseDependents(func(goal, id string) ([]string, bool) {
+		m := s.loadBoardModel(sn, v, goal)
+		if m == nil {
+			return nil, false
+		}
+		return m.Dependents(id), true
+	})
+	return v
+}
+
+// decideFunc is one pure read-only decision on a view at a decision time.
+type decideFunc func(v *lease.View, now time.Time) (*lease.Outcome, error)
+
+// read runs a read-only decision on the authority's head.
+func (s *Store) read(decide decideFunc) (*Result, error) {
+	head, err := s.repo.Head(context.Background())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	sn, err := s.repo.Snapshot(head)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	v := s.viewOf(sn)
+	now := lease.Now(s.opts.now(), sn.Time())
+	o, err := decide(v, now)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return s.annotate(&Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}, now), nil
+}
+
+// Apply decides one request (a lease.Call: see lease.CallOf and
+// lease.DecodeRequest) as its command does, and commits it.
+func (s *Store) Apply(call lease.Call) (*Result, error) {
+	return s.apply(call, true)
+}
+
+// ApplyJSON decodes one request in the wire schema (contract section 7)
+// strictly and applies it.
+func (s *Store) ApplyJSON(data []byte) (*Result, error) {
+	call, err := lease.DecodeRequest(data)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(call)
+}
+
+// errUpgradeFirst stops a decision on a store of an older format: the
+// format upgrade is committed first, as a recorded commit of its own.
+var errUpgradeFirst = errors.New("the store's format must be upgraded first")
+
+// attempt is one decision of a transaction.
+type attempt struct {
+	out      *lease.Outcome
+	board    *boardPlan
+	proposal *gitstore.Proposal
+	err      error
+}
+
+func (s *Store) apply(call lease.Call, again bool) (*Result, error) {
+	if err := s.checkOfflineWork(); err != nil {
+		return nil, err
+	}
+	var last attempt
+	tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		last = s.decide(sn, call)
+		return last.proposal, last.err
+	})
+	if errors.Is(err, errUpgradeFirst) && again {
+		if _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion}), false); err != nil {
+			return nil, err
+		}
+		return s.apply(call, false)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if tx.Existed && again {
+		// The very commit existed already: the same request was decided on
+		// the same head in the same second and applied before (the ref
+		// was moved back since). Decide again on the head it restored, so
+		// the answer is the replay's, never a second "applied".
+		return s.apply(call, false)
+	}
+	if last.out.Write && s.opts.AfterCommit != nil {
+		s.opts.AfterCommit()
+	}
+	return s.report(last, tx), nil
+}
+
+// decide makes one decision of call on a snapshot.
+func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
+	c := call.Clone()
+	v := s.viewOf(sn)
+	now := lease.Now(s.opts.now(), sn.Time())
+	if c.Op.Name != lease.OpStoreUpgrade {
+		if m, err := v.Meta(); err == nil && m != nil && m.FormatVersion < lease.FormatVersion {
+			return attempt{err: errUpgradeFirst}
+		}
+	}
+	if err := c.Resolve(v, lease.Defaults{Goal: s.defaultGoal}, now); err != nil {
+		return attempt{err: err}
+	}
+	o, err := c.Decide(v, now)
+	if err != nil {
+		return attempt{err: err}
+	}
+	a := attempt{out: o}
+	if !o.Write {
+		return a
+	}
+	req, err := c.Encode()
+	if err != nil {
+		return attempt{err: err}
+	}
+	o.Request = string(req)
+	p := &gitstore.Proposal{Info: s.commitInfo(o.Actor, o.Message(), now)}
+	for _, ch := range v.Changes() {
+		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
+	}
+	a.board, p.Next = s.planBoard(sn, v, o, now)
+	a.proposal = p
+	return a
+}
+
+// report renders what one mutation did in the contract's envelope.
+func (s *Store) report(a attempt, tx gitstore.TxResult) *Result {
+	out := a.out
+	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status, Data: out.Data}
+	switch {
+	case out.Write:
+		res.Revision = revString(tx.State)
+	case out.Status == lease.StatusReplayed && out.ReplayOf != "":
+		// The receipt names the head it was decided on; its commit is
+		// that head's child (a lost response finds it the same way).
+		h, _ := s.repo.ChildOf(tx.Head, gitstore.ParseHash(out.ReplayOf))
+		res.Revision = revString(h)
+	case out.Status == lease.StatusReplayed:
+		res.Revision = s.lastApplied(tx.Head, out)
+	default:
+		res.Revision = revString(tx.Head)
+	}
+	var head gitstore.Hash
+	res.Projection, res.ProjectionError, head = s.finishBoard(a.board, out, tx)
+	res.CurrentRevision = revString(head)
+	return s.annotate(res, time.Time{})
+}
+
+// lastApplied finds the newest commit that applied the outcome's operation
+// on its todo (replays without a receipt, e.g. a repeated completion).
+func (s *Store) lastApplied(head gitstore.Hash, o *lease.Outcome) string {
+	found := ""
+	_ = s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+		e, ok := lease.ParseMessage(c.Message)
+		if ok && e.Operation == o.Operation && e.Goal == o.Goal && e.Todo == o.Todo && e.Status == lease.StatusApplied {
+			found = c.Hash.String()
+			return false, nil
+		}
+		return true, nil
+	})
+	return found
+}
+
+func authorEmail(actor string) string { return actor + "@loopx.invalid" }
+
+// commitInfo is the identity and message of a commit decided at now; an
+// offline commit is marked for `loopx sync`.
+func (s *Store) commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {
+	name := actor
+	if name == "" {
+		name = "loopx"
+	}
+	if s.remote.offline {
+		if !strings.HasSuffix(msg, "\n") {
+			msg += "\n"
+		}
+		msg += TrailerOffline + ": " + s.remote.name + "\n"
+	}
+	return gitstore.CommitInfo{Message: msg, AuthorName: name, AuthorEmail: authorEmail(name),
+		CommitterName: "loopx", CommitterEmail: "loopx@loopx.invalid", When: now}
+}
