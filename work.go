@@ -168,4 +168,3 @@ func (s *Store) Inspect(goal, todo string) (*Result, error) {
 		return o, nil
 	})
 }
-

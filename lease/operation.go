@@ -195,7 +195,9 @@ func (c Call) Clone() Call {
 
 // Resolve fills the request's omitted fields from the head it will be
 // decided on.
-func (c Call) Resolve(v *View, d Defaults, now time.Time) error { return c.Op.resolve(v, d, now, c.Req) }
+func (c Call) Resolve(v *View, d Defaults, now time.Time) error {
+	return c.Op.resolve(v, d, now, c.Req)
+}
 
 // Decide runs the operation's decision.
 func (c Call) Decide(v *View, now time.Time) (*Outcome, error) { return c.Op.decide(v, c.Req, now) }

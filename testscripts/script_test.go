@@ -55,9 +55,9 @@ func Params() testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"jq":    cmdJQ,
-			"path":  cmdPath,
-			"exits": cmdExits,
+			"jq":      cmdJQ,
+			"path":    cmdPath,
+			"exits":   cmdExits,
 			"envfile": cmdEnvFile,
 		},
 	}
