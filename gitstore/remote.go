@@ -486,8 +486,14 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	case lerr != nil:
 		return fmt.Errorf("gitstore: remote %s: push sent, outcome unknown (%s; %v): %w", remote, msg, lerr, ErrRemoteUnavailable)
 	case cur == new:
+		// The server holds this very commit, but did not say this push
+		// installed it: another client may have pushed the identical
+		// commit (the same request decided on the same head in the same
+		// second). Never report that as this caller's application: the
+		// caller decides again on the server's head, which answers with
+		// the replay.
 		s.setTracking(remote, new)
-		return nil
+		return fmt.Errorf("gitstore: remote %s: %s is already at %s, not installed by this push: %w", remote, s.ref, shortHash(new), ErrConflict)
 	case cur != old:
 		return fmt.Errorf("gitstore: remote %s: %s moved to %s: %w", remote, s.ref, shortHash(cur), ErrConflict)
 	case refused:
