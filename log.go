@@ -61,7 +61,7 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
 	d := LogData{Entries: []LogEntry{}}
-	err = s.git.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+	err = s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
 		}

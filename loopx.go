@@ -181,9 +181,24 @@ func Open(opts Options) (*Store, error) {
 // Close saves what the record cache learned and releases the repository.
 func (s *Store) Close() error {
 	if s.cache != nil && s.cache.WorthSaving() {
-		_ = s.git.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
+		_ = s.repo.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
+	}
+	if s.git == nil {
+		return nil
 	}
 	return s.git.Close()
+}
+
+// openRepo returns a Store on any Repo with the given options: the
+// in-memory repository of tests, where the administration of a Git
+// repository (gc, hooks, remotes) does not apply.
+func openRepo(repo gitstore.Repo, opts Options) *Store {
+	s := &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}}
+	s.cache = lease.NewRecordCache(func() []byte {
+		data, _ := repo.ReadSideFile(recordCacheName)
+		return data
+	})
+	return s
 }
 
 // Ref is the state ref of the store.

@@ -167,7 +167,7 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	head, err := s.git.Head()
+	head, err := s.repo.Head(context.Background())
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

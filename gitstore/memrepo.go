@@ -113,13 +113,12 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 		if err != nil || p == nil {
 			return res, err
 		}
-		first, last, err := m.prepare(head, p)
+		first, last, existed, err := m.prepare(head, p)
 		if err != nil {
 			return res, err
 		}
 		m.mu.Lock()
 		if m.head == head {
-			_, existed := m.commits[first.meta.Hash]
 			m.commits[first.meta.Hash] = first
 			if last != nil {
 				m.commits[last.meta.Hash] = last
@@ -145,23 +144,27 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 	}
 }
 
-// prepare builds p's commit on head and, when p.Next asks, a second one.
-func (m *MemRepo) prepare(head Hash, p *Proposal) (first, last *memCommit, err error) {
+// prepare builds p's commit on head and, when p.Next asks, a second one;
+// existed reports that the first commit existed before.
+func (m *MemRepo) prepare(head Hash, p *Proposal) (first, last *memCommit, existed bool, err error) {
 	m.mu.Lock()
 	first, err = m.build(head, p.Changes, p.Info)
+	if err == nil {
+		_, existed = m.commits[first.meta.Hash]
+	}
 	m.mu.Unlock()
 	if err != nil || p.Next == nil {
-		return first, nil, err
+		return first, nil, existed, err
 	}
 	p2, err := p.Next(first.meta.Hash)
 	if err != nil || p2 == nil {
-		return first, nil, err
+		return first, nil, existed, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.commits[first.meta.Hash] = first // visible to build as a parent only
 	last, err = m.build(first.meta.Hash, p2.Changes, p2.Info)
-	return first, last, err
+	return first, last, existed, err
 }
 
 // build makes a commit of changes on parent. Callers hold m.mu.

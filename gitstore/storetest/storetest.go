@@ -227,7 +227,7 @@ func testChained(t *testing.T, s Subject) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != named || res.Head == res.State || res.Base != base.Head {
+	if res.State != named || res.Head == res.State || res.Base != base.Head || res.Existed {
 		t.Fatalf("chained result %+v (Next was told %s)", res, named)
 	}
 	var log []gitstore.CommitMeta
