@@ -87,14 +87,22 @@ func goalCmd(e *env) *cobra.Command {
 	}
 	var actor string
 	archive := &cobra.Command{
-		Use: "archive", Short: "Archive a goal (its records stay; mutations are refused)", Args: noArgs,
+		Use: "archive", Short: "Archive a goal (its records stay; mutations are refused); --goal-id is required", Args: noArgs,
 		Example: "  loopx goal archive --goal-id example-goal",
 		RunE: func(c *cobra.Command, args []string) error {
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ArchiveGoal(e.goal, actor) })
 		},
 	}
 	archive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author)")
-	c.AddCommand(create, show, list, archive)
+	unarchive := &cobra.Command{
+		Use: "unarchive", Short: "Make an archived goal active again (--goal-id is required)", Args: noArgs,
+		Example: "  loopx goal unarchive --goal-id example-goal",
+		RunE: func(c *cobra.Command, args []string) error {
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnarchiveGoal(e.goal, actor) })
+		},
+	}
+	unarchive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author)")
+	c.AddCommand(create, show, list, archive, unarchive)
 	return c
 }
 

@@ -1,0 +1,322 @@
+package lease
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOperationTableIsComplete(t *testing.T) {
+	seenSchema := map[string]bool{}
+	for _, op := range Operations() {
+		if op.Name == "" || op.Summary == "" || !strings.HasPrefix(op.Schema, "loopx.") || !strings.Contains(op.Schema, "/v") {
+			t.Errorf("operation %+v: name, summary and a versioned loopx.* schema are required", op)
+		}
+		if seenSchema[op.Schema] {
+			t.Errorf("schema %s twice", op.Schema)
+		}
+		seenSchema[op.Schema] = true
+		// Every wire field has an explicit JSON name and a description.
+		for i := range op.typ.NumField() {
+			f := op.typ.Field(i)
+			if wireName(f) == "" {
+				continue
+			}
+			if tag := f.Tag.Get("json"); tag == "" || strings.HasPrefix(tag, ",") {
+				t.Errorf("%s.%s has no explicit JSON name", op.typ.Name(), f.Name)
+			}
+			if f.Tag.Get("desc") == "" {
+				t.Errorf("%s.%s has no description", op.typ.Name(), f.Name)
+			}
+		}
+	}
+}
+
+func TestCallOf(t *testing.T) {
+	for _, tc := range []struct {
+		req    any
+		schema string
+	}{
+		{AcquireRequest{}, "loopx.task-lease.acquire/v1"},
+		{&AcquireRequest{}, "loopx.task-lease.acquire/v1"},
+		{TransferRequest{}, "loopx.task-lease.transfer/v1"},
+		{TransferRequest{TransferClaim: true}, "loopx.task-lease.transfer-claim/v1"},
+		{GoalArchiveRequest{}, "loopx.goal.archive/v1"},
+		{GoalUnarchiveRequest{}, "loopx.goal.unarchive/v1"},
+		{ReadyClaimRequest{}, "loopx.todo.ready-claim/v1"},
+	} {
+		if got := CallOf(tc.req).Op.Schema; got != tc.schema {
+			t.Errorf("CallOf(%T %+v) = %s, want %s", tc.req, tc.req, got, tc.schema)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("CallOf of a type no operation takes did not panic")
+		}
+	}()
+	CallOf(struct{}{})
+}
+
+func TestDecodeRequestStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name, in   string
+		field, msg string // "" field: decodes
+	}{
+		{"ok", `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","owner":"a","idempotency_key":"k","ttl_seconds":60}`, "", ""},
+		{"nested proof", `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","expected_version":3}}`, "", ""},
+		{"unknown field", `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","bogus":1}`, "bogus", "unknown field"},
+		{"wrong case", `{"schema":"loopx.task-lease.acquire/v1","TODO_ID":"todo_abc"}`, "TODO_ID", "unknown field"},
+		{"go name", `{"schema":"loopx.task-lease.acquire/v1","Todo":"todo_abc"}`, "Todo", "unknown field"},
+		{"unknown nested", `{"schema":"loopx.todo.complete/v1","task_lease":{"idempotency_key":"k","epoch":1}}`, "task_lease.epoch", "unknown field"},
+		{"wrong type", `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":"60"}`, "ttl_seconds", "must be an integer"},
+		{"wrong list", `{"schema":"loopx.task-lease.acquire/v1","write_scopes":"src/**"}`, "write_scopes", "must be a list"},
+		{"fraction", `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":1.5}`, "ttl_seconds", "integer"},
+		{"not object", `[1]`, "", "not one JSON object"},
+		{"trailing", `{"schema":"loopx.todo.add/v1","text":"x"} {}`, "", "not one JSON object"},
+		{"no schema", `{"text":"x"}`, "schema", "names no schema"},
+		{"schema type", `{"schema":1}`, "schema", "must be a string"},
+		{"unknown version", `{"schema":"loopx.todo.add/v2","text":"x"}`, "schema", "unknown request schema"},
+		{"unknown schema", `{"schema":"loopx.todo.frobnicate/v1"}`, "schema", "unknown request schema"},
+		{"claim flag not on the wire", `{"schema":"loopx.task-lease.transfer/v1","transfer_claim":true}`, "transfer_claim", "unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := DecodeRequest([]byte(tc.in))
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatalf("decode: %v", err)
+				}
+				return
+			}
+			e, ok := AsError(err)
+			if !ok || e.Code != CodeInvalidRequest || !strings.Contains(e.Message, tc.msg) {
+				t.Fatalf("decode = %+v (%v), want invalid_request %q", c, err, tc.msg)
+			}
+			if got, _ := e.Details["field"].(string); got != tc.field {
+				t.Errorf("field = %q, want %q", got, tc.field)
+			}
+		})
+	}
+}
+
+// A runtime that knows only the lease half of a transfer refuses a joint
+// transfer whole instead of moving the lease and dropping the claim.
+func TestLeaseOnlyRuntimeRefusesTransferClaim(t *testing.T) {
+	leaseOnly := NewRegistry(func(op *Operation) bool { return op.Schema != "loopx.task-lease.transfer-claim/v1" })
+	joint, err := CallOf(TransferRequest{Goal: "g", Todo: "todo_abc", Owner: "a", IdempotencyKey: "k", ExpectedVersion: ptr(1),
+		NewOwner: "b", NewIdempotencyKey: "k2", TTLSeconds: 60, TransferClaim: true}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaseOnly.Decode(joint); err == nil || !strings.Contains(err.Error(), "unknown request schema") {
+		t.Fatalf("lease-only runtime decoded a joint transfer: %v", err)
+	}
+	c, err := DefaultRegistry.Decode(joint)
+	if err != nil || !c.Req.(*TransferRequest).TransferClaim {
+		t.Fatalf("this runtime: %+v, %v", c, err)
+	}
+}
+
+func ptr(v int64) *int64 { return &v }
+
+func TestEncodeCanonical(t *testing.T) {
+	text := "fix <a> & \"b\"\nnext line"
+	c := CallOf(UpdateRequest{Todo: "todo_abc", Goal: "g", Actor: "a", Text: &text, Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: 0}})
+	got, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"agent_id":"a","goal_id":"g","schema":"loopx.todo.update/v1","task_lease":{"expected_version":0,"idempotency_key":"k"},"text":"fix <a> & \"b\"\nnext line","todo_id":"todo_abc"}`
+	if string(got) != want {
+		t.Errorf("Encode =\n%s\nwant\n%s", got, want)
+	}
+	if strings.Contains(string(got), "\n") {
+		t.Error("the canonical form spans lines")
+	}
+	// Decoding the canonical form and encoding again gives the same bytes.
+	back, err := DecodeRequest(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := back.Encode()
+	if string(again) != want {
+		t.Errorf("round trip = %s", again)
+	}
+	// Expected version 0 is kept, distinct from none.
+	zero, _ := CallOf(AcquireRequest{Todo: "todo_abc", ExpectedVersion: ptr(0)}).Encode()
+	none, _ := CallOf(AcquireRequest{Todo: "todo_abc"}).Encode()
+	if !strings.Contains(string(zero), `"expected_version":0`) || strings.Contains(string(none), "expected_version") {
+		t.Errorf("expected version: %s / %s", zero, none)
+	}
+}
+
+func TestDecodeLegacyRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"acquire", `{"op":"task-lease.acquire","request":{"Goal":"g","Todo":"todo_abc","Owner":"a","IdempotencyKey":"k","ExpectedVersion":0,"TTLSeconds":60,"WriteScopes":null}}`,
+			`{"expected_version":0,"goal_id":"g","idempotency_key":"k","owner":"a","schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","ttl_seconds":60}`},
+		{"joint transfer", `{"op":"task-lease.transfer","request":{"Goal":"g","Todo":"todo_abc","Owner":"a","IdempotencyKey":"k","ExpectedVersion":2,"NewOwner":"b","NewIdempotencyKey":"k2","TTLSeconds":60,"TransferClaim":true}}`,
+			`{"expected_version":2,"goal_id":"g","idempotency_key":"k","new_idempotency_key":"k2","new_owner":"b","owner":"a","schema":"loopx.task-lease.transfer-claim/v1","todo_id":"todo_abc","ttl_seconds":60}`},
+		{"archive", `{"op":"goal.archive","request":{"Goal":"g","Actor":""}}`, `{"goal_id":"g","schema":"loopx.goal.archive/v1"}`},
+		{"unregister", `{"op":"agent.unregister","request":{"Goal":"g","Agent":"a"}}`, `{"agent_id":"a","goal_id":"g","schema":"loopx.agent.unregister/v1"}`},
+		{"ready claim", `{"op":"todo.ready-claim","request":{"Goal":"g","Actor":"a","ClaimTTLMinutes":0,"LeaseKey":"","LeaseTTLSeconds":0}}`, `{"agent_id":"a","goal_id":"g","schema":"loopx.todo.ready-claim/v1"}`},
+		{"update with proof", `{"op":"todo.update","request":{"Goal":"g","Todo":"todo_abc","Actor":"a","Text":null,"Note":"n","ClearClaim":false,"ClaimedBy":"","Priority":"","ExcludeAgents":null,"AuthorityReason":"","Proof":{"IdempotencyKey":"k","ExpectedVersion":4}}}`,
+			`{"agent_id":"a","goal_id":"g","note":"n","schema":"loopx.todo.update/v1","task_lease":{"expected_version":4,"idempotency_key":"k"},"todo_id":"todo_abc"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := DecodeLegacyRequest([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := c.Encode()
+			if string(got) != tc.want {
+				t.Errorf("legacy %s =\n%s\nwant\n%s", tc.name, got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{`{"op":"store.init","request":{}}`, `{"op":"todo.frob","request":{}}`, `{"op":"todo.add","request":{"Nickname":"x"}}`, `not json`} {
+		if _, err := DecodeLegacyRequest([]byte(bad)); err == nil {
+			t.Errorf("legacy %s decoded", bad)
+		}
+	}
+}
+
+func TestResolversFillDefaults(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	v := NewView(MemFiles{}, "rev1", now)
+	v.PutMeta(&StoreMeta{FormatVersion: FormatVersion, CreatedAt: now})
+	v.PutGoal(&Goal{ID: "g", Title: "g", Status: GoalActive, HandoffMode: HandoffSoftClaim, CreatedAt: now, UpdatedAt: now})
+	v.PutAgent("g", &Agent{ID: "solo", Role: RoleAgent, Status: AgentRegistered, Registration: 1, RegisteredAt: now, UpdatedAt: now})
+	v.PutTodo("g", &Todo{ID: "todo_abc", Text: "x", Status: TodoOpen, Priority: "P2", RequiredWriteScopes: []string{"src/**"}, CreatedAt: now, UpdatedAt: now})
+	for _, tc := range []struct {
+		req  any
+		want string
+	}{
+		{AcquireRequest{Todo: "todo_abc", IdempotencyKey: "k", TTLSeconds: 60},
+			`{"goal_id":"g","idempotency_key":"k","owner":"solo","schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","ttl_seconds":60,"write_scopes":["src/**"]}`},
+		{AcquireRequest{Todo: "todo_abc", IdempotencyKey: "k", TTLSeconds: 60, WriteScopes: []string{"src/a/**"}},
+			`{"goal_id":"g","idempotency_key":"k","owner":"solo","schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","ttl_seconds":60,"write_scopes":["src/a/**"]}`},
+		{AddRequest{Text: "hello"},
+			`{"goal_id":"g","priority":"P2","schema":"loopx.todo.add/v1","text":"hello","todo_id":"` + GenerateTodoID("rev1", now, "hello") + `"}`},
+		{ClaimRequest{Todo: "todo_abc"}, `{"agent_id":"solo","claimed_by":"solo","goal_id":"g","schema":"loopx.todo.claim/v1","todo_id":"todo_abc"}`},
+		{RegisterRequest{Agent: "b"}, `{"agent_id":"b","goal_id":"g","role":"agent","schema":"loopx.agent.register/v1"}`},
+		{GoalCreateRequest{Goal: "h"}, `{"goal_id":"h","handoff_mode":"soft_claim","schema":"loopx.goal.create/v1"}`},
+	} {
+		c := CallOf(tc.req)
+		if err := c.Resolve(v, Defaults{}, now); err != nil {
+			t.Fatalf("resolve %T: %v", tc.req, err)
+		}
+		got, _ := c.Encode()
+		if string(got) != tc.want {
+			t.Errorf("resolved %T =\n%s\nwant\n%s", tc.req, got, tc.want)
+		}
+	}
+	// The todo id is checked before the goal is resolved.
+	if err := CallOf(RenewRequest{}).Resolve(v, Defaults{}, now); err == nil || !strings.Contains(err.Error(), "invalid_todo_id") {
+		t.Errorf("resolve without todo id = %v", err)
+	}
+	// The configured default goal wins over the only active goal.
+	c := CallOf(AddRequest{Text: "x"})
+	if err := c.Resolve(v, Defaults{Goal: "other"}, now); err != nil || c.Req.(*AddRequest).Goal != "other" {
+		t.Errorf("default goal: %+v %v", c.Req, err)
+	}
+}
+
+func TestParseCommit(t *testing.T) {
+	req := `{"goal_id":"g","idempotency_key":"k","owner":"a","schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","ttl_seconds":60}`
+	o := &Outcome{Operation: OpLeaseAcquire, Status: StatusApplied, Goal: "g", Todo: "todo_abc", Actor: "a", Version: 1, Epoch: 1, Request: req}
+	good := o.Message()
+	for _, tc := range []struct {
+		name, msg, kind string
+	}{
+		{"good", good, ""},
+		{"board", ProjectionMessage("g", strings.Repeat("a", 40)), ""},
+		{"no request", strings.Replace(good, "Loopx-Request: "+req+"\n", "", 1), ProblemMissingRequest},
+		{"lying actor", strings.Replace(good, "Loopx-Actor: a\n", "Loopx-Actor: b\n", 1), ProblemTrailerMismatch},
+		{"lying todo", strings.Replace(good, "Loopx-Todo: todo_abc\n", "Loopx-Todo: todo_xyz\n", 1), ProblemTrailerMismatch},
+		{"unknown field", strings.Replace(good, `{"goal_id"`, `{"extra":1,"goal_id"`, 1), ProblemInvalidRequest},
+		{"unknown version", strings.Replace(good, "acquire/v1", "acquire/v7", 1), ProblemUnknownSchema},
+		{"not canonical", strings.Replace(good, `"goal_id":"g","idempotency_key":"k"`, `"idempotency_key":"k","goal_id":"g"`, 1), ProblemInvalidRequest},
+	} {
+		_, err := ParseCommit(tc.msg)
+		he, _ := err.(*HistoryError)
+		switch {
+		case tc.kind == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.kind != "" && (he == nil || he.Kind != tc.kind):
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.kind)
+		}
+	}
+}
+
+func TestMessageMatches(t *testing.T) {
+	want := "x\n\nLoopx-Operation: todo.add\n"
+	for _, tc := range []struct {
+		got string
+		ok  bool
+	}{
+		{want, true},
+		{want + "Loopx-Offline: origin\n", true},
+		{want + "Loopx-Offline: origin\nLoopx-Actor: b\n", false},
+		{want + "Loopx-Actor: b\n", false},
+		{"y" + want, false},
+		{want + "Loopx-Offline: origin", false},
+	} {
+		if got := MessageMatches(tc.got, want); got != tc.ok {
+			t.Errorf("MessageMatches(%q) = %v", tc.got, got)
+		}
+	}
+}
+
+func TestRedecideRefusesWhatDoesNotHold(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := func(status string) MemFiles {
+		v := NewView(MemFiles{}, "rev1", now)
+		v.PutMeta(&StoreMeta{FormatVersion: FormatVersion, CreatedAt: now})
+		v.PutGoal(&Goal{ID: "g", Title: "g", Status: status, HandoffMode: HandoffSoftClaim, CreatedAt: now, UpdatedAt: now})
+		files := MemFiles{}
+		for _, ch := range v.Changes() {
+			files[ch.Path] = ch.Data
+		}
+		return files
+	}
+	parent := func() *View { return NewView(base(GoalActive), "rev1", now) }
+	enc := func(req any) RecordedCommit {
+		raw, _ := CallOf(req).Encode()
+		call, _ := DecodeRequest(raw)
+		return RecordedCommit{Request: string(raw), Call: call}
+	}
+	rd, err := Redecide(parent(), enc(GoalCreateRequest{Goal: "h", HandoffMode: HandoffSoftClaim}), now)
+	if err != nil || len(rd.Changes) != 1 || !strings.Contains(rd.Message, "Loopx-Request: ") {
+		t.Fatalf("Redecide = %+v, %v", rd, err)
+	}
+	for _, tc := range []struct {
+		name string
+		rc   RecordedCommit
+		when time.Time
+		kind string
+	}{
+		{"refused", enc(GoalCreateRequest{Goal: "g", HandoffMode: HandoffSoftClaim}), now, ProblemRefused},
+		{"implicit default", enc(GoalCreateRequest{Goal: "h"}), now, ProblemInvalidRequest},
+		{"before its parent", enc(GoalCreateRequest{Goal: "h", HandoffMode: HandoffSoftClaim}), now.Add(-time.Second), ProblemTimeRegression},
+		{"no effect", enc(GoalArchiveRequest{Goal: "g"}), now, ""},
+		{"no request", RecordedCommit{}, now, ProblemMissingRequest},
+	} {
+		_, err := Redecide(parent(), tc.rc, tc.when)
+		he, _ := err.(*HistoryError)
+		if tc.kind == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if he == nil || he.Kind != tc.kind {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.kind)
+		}
+	}
+	// Archiving an archived goal changes nothing: no commit can record it.
+	pv := NewView(base(GoalArchived), "rev1", now)
+	if _, err := Redecide(pv, enc(GoalArchiveRequest{Goal: "g"}), now); err == nil || err.(*HistoryError).Kind != ProblemNoEffect {
+		t.Errorf("archived again: %v", err)
+	}
+}
