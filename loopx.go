@@ -73,6 +73,9 @@ type Store struct {
 	defaultGoal string
 	cache       *lease.RecordCache
 	remote      remoteConf // remote mode (remote.go)
+	// unrecorded leaves the request out of state commits: only the
+	// benchmark of what recording costs sets it.
+	unrecorded bool
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.

@@ -175,11 +175,13 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 	if !o.Write {
 		return a
 	}
-	req, err := c.Encode()
-	if err != nil {
-		return attempt{err: err}
+	if !s.unrecorded {
+		req, err := c.Encode()
+		if err != nil {
+			return attempt{err: err}
+		}
+		o.Request = string(req)
 	}
-	o.Request = string(req)
 	p := &gitstore.Proposal{Info: s.commitInfo(o.Actor, o.Message(), now)}
 	for _, ch := range v.Changes() {
 		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
