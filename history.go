@@ -147,6 +147,9 @@ const (
 // verifyCommit checks one commit against its parent. A *lease.HistoryError
 // says why it does not verify; other errors are the store's.
 func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (commitKind, error) {
+	if c.Parents > 1 {
+		return 0, historyProblem(lease.ProblemNotLinear, "a merge commit (%d parents): the state ref's history is one line", c.Parents)
+	}
 	parentSn, err := s.repo.Snapshot(c.Parent)
 	if err != nil {
 		return 0, err

@@ -45,6 +45,8 @@ type CommitMeta struct {
 	// The committer, and the commit time (a snapshot's Time).
 	CommitterName, CommitterEmail string
 	CommitTime                    time.Time
+	// Parents counts the commit's parents (more than one: a merge).
+	Parents int
 }
 
 // Proposal is what a Transact decision function asks to commit.
@@ -342,6 +344,7 @@ func (s *Store) Log(from Hash, fn func(c CommitMeta) (bool, error)) error {
 			When:          c.author.When,
 			CommitterName: c.committer.Name, CommitterEmail: c.committer.Email,
 			CommitTime: c.committer.When,
+			Parents:    len(c.parents),
 		}
 		if len(c.parents) > 0 {
 			meta.Parent = c.parents[0]

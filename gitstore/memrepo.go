@@ -200,6 +200,9 @@ func (m *MemRepo) build(parent Hash, changes []Change, info CommitInfo) (*memCom
 		AuthorEmail: defaulted(info.AuthorEmail, "loopx@localhost"), When: when,
 		CommitterName:  defaulted(info.CommitterName, defaulted(info.AuthorName, "loopx")),
 		CommitterEmail: defaulted(info.CommitterEmail, defaulted(info.AuthorEmail, "loopx@localhost")), CommitTime: when}
+	if !parent.IsZero() {
+		c.meta.Parents = 1
+	}
 	return c, nil
 }
 
