@@ -146,6 +146,10 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 			return nil, err
 		}
 		delivered = true
+		meta, _ := v.Meta()
+		if err := lease.CheckClock(s.opts.now(), sn.Time(), lease.MaxClockSkew(meta)); err != nil {
+			return nil, err
+		}
 		now := lease.Now(s.opts.now(), sn.Time())
 		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}},
 			Info: s.commitInfo("", lease.ProjectionMessage(goal, revString(sn.Revision())), now)}, nil

@@ -215,6 +215,8 @@ type InitOptions struct {
 	// .loopx/registry.json at the top of the working tree.
 	RegistryFile string
 	DefaultGoal  string
+	// MaxClockSkewSeconds sets the store's clock-skew bound (0: keep).
+	MaxClockSkewSeconds int64
 }
 
 // InitData is the result of init.
@@ -251,7 +253,7 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion}))
+	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, MaxClockSkewSeconds: in.MaxClockSkewSeconds}))
 	if err != nil {
 		return nil, err
 	}

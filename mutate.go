@@ -87,12 +87,19 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 		return nil, mapErr(err)
 	}
 	v := s.viewOf(sn)
-	now := lease.Now(s.opts.now(), sn.Time())
+	clock := s.opts.now()
+	now := lease.Now(clock, sn.Time())
 	o, err := decide(v, now)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return s.annotate(&Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}, now), nil
+	res := &Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}
+	if meta, err := v.Meta(); err == nil {
+		// A head dated beyond the skew bound: expiry is judged at the
+		// head's time, not this machine's; say so.
+		res.ClockSkew = lease.SkewOf(clock, sn.Time(), lease.MaxClockSkew(meta))
+	}
+	return s.annotate(res, now), nil
 }
 
 // Apply decides one request (a lease.Call: see lease.CallOf and
@@ -158,11 +165,16 @@ func (s *Store) apply(call lease.Call, again bool) (*Result, error) {
 func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 	c := call.Clone()
 	v := s.viewOf(sn)
-	now := lease.Now(s.opts.now(), sn.Time())
-	if c.Op.Name != lease.OpStoreUpgrade {
-		if m, err := v.Meta(); err == nil && m != nil && m.FormatVersion < lease.FormatVersion {
-			return attempt{err: errUpgradeFirst}
-		}
+	meta, _ := v.Meta() // a corrupt meta is reported by the decision
+	if c.Op.Name != lease.OpStoreUpgrade && meta != nil && meta.FormatVersion < lease.FormatVersion {
+		return attempt{err: errUpgradeFirst}
+	}
+	clock := s.opts.now()
+	now := lease.Now(clock, sn.Time())
+	if c.Op.Rewinds {
+		now = clock.UTC().Truncate(time.Second)
+	} else if err := lease.CheckClock(clock, sn.Time(), lease.MaxClockSkew(meta)); err != nil {
+		return attempt{err: err}
 	}
 	if err := c.Resolve(v, lease.Defaults{Goal: s.defaultGoal}, now); err != nil {
 		return attempt{err: err}

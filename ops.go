@@ -115,6 +115,15 @@ type VerifyData struct {
 	OK            bool            `json:"valid"`
 	Problems      []lease.Problem `json:"problems"`
 	PendingBoards []string        `json:"pending_boards"`
+	// ClockSkew is set when the head is dated beyond the store's skew
+	// bound ahead of this machine's clock: every mutation is refused.
+	ClockSkew *lease.Skew `json:"clock_skew,omitempty"`
+}
+
+// ClockReset recovers a store whose head is dated in the future (see
+// lease.ClockReset; README "When the store's clock ran ahead").
+func (s *Store) ClockReset(req lease.ClockResetRequest) (*Result, error) {
+	return s.Apply(lease.CallOf(req))
 }
 
 // Verify checks every record on the head, and reports boards that are not
@@ -137,7 +146,10 @@ func (s *Store) Verify() (*Result, error) {
 			}
 		}
 		sort.Strings(d.PendingBoards)
-		d.OK = len(d.Problems) == 0
+		if m, err := v.Meta(); err == nil {
+			d.ClockSkew = lease.SkewOf(s.opts.now(), v.HeadTime, lease.MaxClockSkew(m))
+		}
+		d.OK = len(d.Problems) == 0 && d.ClockSkew == nil
 		return &lease.Outcome{Operation: "verify", Data: d}, nil
 	})
 }

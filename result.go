@@ -2,6 +2,8 @@ package loopx
 
 import (
 	"encoding/json"
+
+	"github.com/loopx-dev/loopx/lease"
 )
 
 // Projection delivery states.
@@ -27,6 +29,9 @@ type Result struct {
 	Data            any
 	// Remote describes the view of a store with a remote (remote.go).
 	Remote *RemoteInfo
+	// ClockSkew is set on reads of a head dated beyond the store's skew
+	// bound ahead of this machine's clock (lease/clock.go).
+	ClockSkew *lease.Skew
 }
 
 // MarshalJSON renders the contract's envelope.
@@ -51,6 +56,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	m["current_provider_revision"] = r.CurrentRevision
 	if r.Remote != nil {
 		r.Remote.fill(m)
+	}
+	if r.ClockSkew != nil {
+		m["clock_skew"] = r.ClockSkew
 	}
 	if r.Mutation {
 		m["status"] = r.Status

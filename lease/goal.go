@@ -25,6 +25,9 @@ type GoalUnarchiveRequest GoalArchiveRequest
 // InitRequest creates the store's root record at a format version.
 type InitRequest struct {
 	FormatVersion int `json:"format_version,omitempty" desc:"the store format written" required:"true"`
+	// MaxClockSkewSeconds sets the store's clock-skew bound (0: keep it,
+	// or the default on a new store).
+	MaxClockSkewSeconds int64 `json:"max_clock_skew_seconds,omitempty" desc:"how far the head may be dated ahead of a deciding machine's clock (default 30)"`
 }
 
 // GoalData is the result of goal commands.
@@ -129,14 +132,24 @@ func Init(v *View, req InitRequest, now time.Time) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.MaxClockSkewSeconds < 0 || req.MaxClockSkewSeconds > 86400 {
+		return nil, Errorf(CodeInvalidRequest, "max clock skew %d seconds is out of range 1..86400", req.MaxClockSkewSeconds).With("field", "max_clock_skew_seconds")
+	}
 	o := &Outcome{Operation: OpStoreInit, Status: StatusNoChange}
 	if m != nil {
 		if m.FormatVersion > FormatVersion {
 			return nil, Errorf(CodeStoreFormatUnsupported, "store format %d is newer than this loopx understands (%d)", m.FormatVersion, FormatVersion)
 		}
+		if req.MaxClockSkewSeconds == 0 || req.MaxClockSkewSeconds == m.MaxClockSkewSeconds {
+			return o, nil
+		}
+		up := *m
+		up.MaxClockSkewSeconds = req.MaxClockSkewSeconds
+		v.PutMeta(&up)
+		o.Status, o.Write = StatusApplied, true
 		return o, nil
 	}
-	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now})
+	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now, MaxClockSkewSeconds: req.MaxClockSkewSeconds})
 	o.Status, o.Write = StatusApplied, true
 	return o, nil
 }

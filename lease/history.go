@@ -147,7 +147,7 @@ func Redecide(parent *View, rc RecordedCommit, when time.Time) (*Redecision, err
 	if rc.Call.Op == nil {
 		return nil, historyErr(ProblemMissingRequest, "no decodable request")
 	}
-	if !parent.HeadTime.IsZero() && when.Before(parent.HeadTime) {
+	if !parent.HeadTime.IsZero() && when.Before(parent.HeadTime) && !rc.Call.Op.Rewinds {
 		return nil, historyErr(ProblemTimeRegression, "dated %s, before its parent (%s)",
 			when.UTC().Format(time.RFC3339), parent.HeadTime.UTC().Format(time.RFC3339))
 	}

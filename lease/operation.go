@@ -39,6 +39,7 @@ import (
 const (
 	OpStoreInit       = "init"
 	OpStoreUpgrade    = "store.upgrade"
+	OpClockReset      = "store.clock-reset"
 	OpGoalCreate      = "goal.create"
 	OpGoalArchive     = "goal.archive"
 	OpGoalUnarchive   = "goal.unarchive"
@@ -77,6 +78,10 @@ type Operation struct {
 	Schema string
 	// Summary says what it does, for people and tool descriptions.
 	Summary string
+	// Rewinds marks the one operation decided at the machine's clock even
+	// when the head is dated later (clock-reset): it is exempt from the
+	// clock-skew refusal and from "never before its parent".
+	Rewinds bool
 
 	typ     reflect.Type // the request struct type
 	resolve func(v *View, d Defaults, now time.Time, req any) error
@@ -100,6 +105,11 @@ func def[T any](name, schema, summary string, decide func(*View, T, time.Time) (
 	return op
 }
 
+func (op *Operation) rewinding() *Operation {
+	op.Rewinds = true
+	return op
+}
+
 func (op *Operation) with(fixed func(req any), matches func(req any) bool) *Operation {
 	op.fixed, op.matches = fixed, matches
 	return op
@@ -109,6 +119,7 @@ func (op *Operation) with(fixed func(req any), matches func(req any) bool) *Oper
 var operations = []*Operation{
 	def(OpStoreInit, "loopx.store.init/v1", "Create the store's root record.", Init, nil),
 	def(OpStoreUpgrade, "loopx.store.upgrade/v1", "Upgrade the store to a newer format (recorded requests on every commit).", Upgrade, nil),
+	def(OpClockReset, "loopx.store.clock-reset/v1", "Recover a store whose head is dated in the future: decided at this machine's clock, it brings future expiries back to one TTL from now.", ClockReset, nil).rewinding(),
 	def(OpGoalCreate, "loopx.goal.create/v1", "Create a goal.", CreateGoal, resolveGoalCreate),
 	def(OpGoalArchive, "loopx.goal.archive/v1", "Archive a goal (named explicitly): its records stay, mutations are refused.", ArchiveGoal, nil),
 	def(OpGoalUnarchive, "loopx.goal.unarchive/v1", "Unarchive an archived goal (named explicitly).", UnarchiveGoal, nil),

@@ -48,6 +48,9 @@ const DefaultPriority = "P2"
 type StoreMeta struct {
 	FormatVersion int       `yaml:"format_version" json:"format_version"`
 	CreatedAt     time.Time `yaml:"created_at" json:"created_at"`
+	// MaxClockSkewSeconds bounds how far the head may be dated ahead of a
+	// deciding machine's clock (0: DefaultMaxClockSkewSeconds; clock.go).
+	MaxClockSkewSeconds int64 `yaml:"max_clock_skew_seconds,omitempty" json:"max_clock_skew_seconds,omitempty"`
 }
 
 // Goal is a unit of coordinated work.
@@ -194,6 +197,9 @@ func checkAll(field string, vs []string, ok func(string) bool) error {
 func (m *StoreMeta) Validate() error {
 	if m.FormatVersion < 1 {
 		return fmt.Errorf("format_version %d must be >= 1", m.FormatVersion)
+	}
+	if m.MaxClockSkewSeconds < 0 || m.MaxClockSkewSeconds > 86400 {
+		return fmt.Errorf("max_clock_skew_seconds %d is out of range 0..86400", m.MaxClockSkewSeconds)
 	}
 	return nil
 }

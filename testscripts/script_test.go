@@ -49,6 +49,9 @@ func Params() testscript.Params {
 				"GIT_CONFIG_NOSYSTEM": "1",
 				"GIT_AUTHOR_NAME":     "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
 				"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+				// Hand-made commits are dated at the fixed clock too: a commit
+				// dated now would be a head in the future (clock_skew).
+				"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
 			} {
 				e.Setenv(k, v)
 			}

@@ -100,7 +100,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	}
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e))
+		applyCmd(e), clockResetCmd(e))
 	return root
 }
 

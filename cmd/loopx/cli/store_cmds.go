@@ -49,6 +49,7 @@ when the folder is not inside a repository. Running it again changes nothing.`,
 	}
 	c.Flags().StringVar(&in.Ref, "ref", "", "state ref (default refs/loopx/state)")
 	c.Flags().StringVar(&in.Remote, "remote", "", "remote that holds the shared state ref")
+	c.Flags().Int64Var(&in.MaxClockSkewSeconds, "max-clock-skew-seconds", 0, "how far the head may be dated ahead of a deciding machine's clock (default 30)")
 	return c
 }
 
@@ -230,6 +231,12 @@ the store recorded requests are counted as unverifiable_older.`,
 				return err
 			}
 			d := res.Data.(loopx.VerifyData)
+			if !d.OK && len(d.Problems) == 0 && d.ClockSkew != nil {
+				return lease.Errorf(lease.CodeClockSkew, "the store's head is dated %s, beyond %ds ahead of this machine's clock (%s): mutations are refused; see `loopx clock-reset --help`",
+					d.ClockSkew.HeadTime, d.ClockSkew.MaxClockSkewSeconds, d.ClockSkew.LocalTime).
+					With("head_time", d.ClockSkew.HeadTime).With("local_time", d.ClockSkew.LocalTime).
+					With("max_clock_skew_seconds", d.ClockSkew.MaxClockSkewSeconds)
+			}
 			if !d.OK {
 				le := lease.Errorf(lease.CodeCorruptRecord, "%d invalid record(s); first: %s", len(d.Problems), d.Problems[0].Path).
 					With("path", d.Problems[0].Path).With("problems", d.Problems)
