@@ -169,22 +169,53 @@ func foreignCommit(t *testing.T, dir string, rng *rand.Rand, now time.Time) {
 	defer gs.Close()
 	_, err = gs.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		p := &gitstore.Proposal{Info: gitstore.CommitInfo{Message: "foreign\n", When: now}}
+		// Records stay consistent with each other as loopx keeps them: a
+		// todo records its lease's epoch (the fencing token's high-water
+		// mark), and a deleted todo takes its lease along.
+		epochOf := func(id string) int64 {
+			data, ok, _ := sn.Read(lease.LeasePath("g", id))
+			var l lease.Lease
+			if !ok || lease.DecodeAt(lease.LeasePath("g", id), data, &l) != nil {
+				return 0
+			}
+			return l.Epoch
+		}
+		todoOf := func(id string) *lease.Todo {
+			data, ok, _ := sn.Read(lease.TodoPath("g", id))
+			var td lease.Todo
+			if !ok || lease.DecodeAt(lease.TodoPath("g", id), data, &td) != nil {
+				return nil
+			}
+			return &td
+		}
+		touched := map[string]bool{}
 		for range 1 + rng.IntN(4) {
 			id := fmt.Sprintf("todo_r%03d", rng.IntN(60))
+			if touched[id] {
+				continue
+			}
+			touched[id] = true
 			switch rng.IntN(4) {
 			case 0:
-				p.Changes = append(p.Changes, gitstore.Change{Path: lease.TodoPath("g", id), Delete: true})
+				p.Changes = append(p.Changes, gitstore.Change{Path: lease.TodoPath("g", id), Delete: true},
+					gitstore.Change{Path: lease.LeasePath("g", id), Delete: true})
 			case 1:
+				td := todoOf(id)
+				if td == nil {
+					continue
+				}
 				l := &lease.Lease{TodoID: id, Owner: "agent-b", IdempotencyKey: "f", Version: 1, Epoch: 1,
 					Status: []string{lease.LeaseActive, lease.LeaseReleased}[rng.IntN(2)], AcquiredAt: now, ExpiresAt: now.Add(time.Hour),
 					OwnerRegistration: 1, Holders: []lease.Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "f", StartedAt: now}}}
 				if l.Status == lease.LeaseReleased {
 					l.ReleasedAt = &now
 				}
-				p.Changes = append(p.Changes, gitstore.Change{Path: lease.LeasePath("g", id), Data: lease.Encode(l)})
+				td.LeaseEpoch = 1
+				p.Changes = append(p.Changes, gitstore.Change{Path: lease.LeasePath("g", id), Data: lease.Encode(l)},
+					gitstore.Change{Path: lease.TodoPath("g", id), Data: lease.Encode(td)})
 			default:
 				td := &lease.Todo{ID: id, Text: "foreign " + id, Status: lease.TodoOpen, Priority: lease.Priorities[rng.IntN(5)],
-					CreatedAt: now, UpdatedAt: now}
+					CreatedAt: now, UpdatedAt: now, LeaseEpoch: epochOf(id)}
 				if rng.IntN(3) == 0 {
 					td.Status, td.ClosedBy, td.ClosedAt = lease.TodoDone, "agent-a", &now
 				}

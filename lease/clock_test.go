@@ -56,14 +56,15 @@ func TestClockReset(t *testing.T) {
 		v := NewView(files, "rev", head)
 		v.PutMeta(&StoreMeta{FormatVersion: FormatVersion, CreatedAt: now})
 		v.PutGoal(&Goal{ID: "g", Title: "g", Status: GoalActive, HandoffMode: HandoffSoftClaim, CreatedAt: now, UpdatedAt: now})
+		exp := future.Add(30 * time.Minute)
+		v.PutTodo("g", &Todo{ID: "todo_fut", Text: "x", Status: TodoOpen, Priority: "P2", ClaimedBy: "a", ClaimTTLMinutes: 30,
+			ClaimedAt: &future, ClaimExpiresAt: &exp, CreatedAt: now, UpdatedAt: now})
+		v.PutTodo("g", &Todo{ID: "todo_now", Text: "y", Status: TodoOpen, Priority: "P2", CreatedAt: now, UpdatedAt: now})
 		ren := future
 		v.PutLease("g", &Lease{TodoID: "todo_fut", Owner: "a", IdempotencyKey: "k", Version: 2, Epoch: 1, Status: LeaseActive,
 			WriteScopes: []string{}, AcquiredAt: now, RenewedAt: &ren, ExpiresAt: future.Add(10 * time.Minute)})
 		v.PutLease("g", &Lease{TodoID: "todo_now", Owner: "a", IdempotencyKey: "k2", Version: 1, Epoch: 1, Status: LeaseActive,
 			WriteScopes: []string{}, AcquiredAt: now, ExpiresAt: now.Add(5 * time.Minute)})
-		exp := future.Add(30 * time.Minute)
-		v.PutTodo("g", &Todo{ID: "todo_fut", Text: "x", Status: TodoOpen, Priority: "P2", ClaimedBy: "a", ClaimTTLMinutes: 30,
-			ClaimedAt: &future, ClaimExpiresAt: &exp, CreatedAt: now, UpdatedAt: now})
 		for _, ch := range v.Changes() {
 			files[ch.Path] = ch.Data
 		}

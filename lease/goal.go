@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -176,11 +177,45 @@ func Upgrade(v *View, req UpgradeRequest, now time.Time) (*Outcome, error) {
 	if m.FormatVersion >= req.FormatVersion {
 		return o, nil
 	}
+	if m.FormatVersion < 2 && req.FormatVersion >= 2 {
+		if err := backfillGenerations(v); err != nil {
+			return nil, err
+		}
+	}
 	up := *m
 	up.FormatVersion = req.FormatVersion
 	v.PutMeta(&up)
 	o.Status, o.Write = StatusApplied, true
 	return o, nil
+}
+
+// backfillGenerations records each lease's epoch in its todo, which format
+// 2 checks on every per-todo read (generation.go).
+func backfillGenerations(v *View) error {
+	goals, err := v.Goals()
+	if err != nil {
+		return err
+	}
+	for _, g := range goals {
+		leases, err := v.Leases(g.ID)
+		if err != nil {
+			return err
+		}
+		for _, l := range leases {
+			t, err := v.Todo(g.ID, l.TodoID)
+			if err != nil {
+				return err
+			}
+			if t == nil {
+				return Corrupt(LeasePath(g.ID, l.TodoID), fmt.Errorf("a lease record of todo %s, which does not exist", l.TodoID))
+			}
+			if t.LeaseEpoch != l.Epoch {
+				t.LeaseEpoch = l.Epoch
+				v.PutTodo(g.ID, t)
+			}
+		}
+	}
+	return nil
 }
 
 func checkFormatRequest(f int) error {

@@ -122,6 +122,10 @@ type Todo struct {
 	UpdatedAt           time.Time  `yaml:"updated_at" json:"updated_at"`
 	ClosedBy            string     `yaml:"closed_by,omitempty" json:"closed_by,omitempty"`
 	ClosedAt            *time.Time `yaml:"closed_at,omitempty" json:"closed_at,omitempty"`
+	// LeaseEpoch is the epoch of the todo's lease record (0: it never had
+	// one): the fencing token's high-water mark, which a per-todo read
+	// checks against the lease record (generation.go).
+	LeaseEpoch int64 `yaml:"lease_epoch,omitempty" json:"-"`
 }
 
 // Holder is one execution in a todo's lease history (one epoch).
@@ -256,6 +260,9 @@ func (t *Todo) Validate() error {
 	}
 	if t.ClaimedBy == "" && (t.ClaimScopeAgentID != "" || t.ClaimExpiresAt != nil) {
 		return fmt.Errorf("claim fields set without claimed_by")
+	}
+	if t.LeaseEpoch < 0 || t.LeaseEpoch > MaxGeneration {
+		return fmt.Errorf("lease_epoch %d out of range 0..2^53-1", t.LeaseEpoch)
 	}
 	if t.ClaimTTLMinutes < 0 {
 		return fmt.Errorf("claim_ttl_minutes %d is negative", t.ClaimTTLMinutes)

@@ -50,6 +50,8 @@ func Verify(v *View) ([]Problem, error) {
 			add(Corrupt(dir, fmt.Errorf("goal folder without goal.yaml")), dir)
 		}
 		todos := map[string]*Todo{}
+		leases := map[string]*Lease{}
+		var receipts []*Receipt
 		err := v.files.Walk(dir, func(p string, data []byte) error {
 			rel := strings.TrimPrefix(p, dir+"/")
 			var rec record
@@ -65,10 +67,10 @@ func Verify(v *View) ([]Problem, error) {
 				rec, want = t, func() string { todos[t.ID] = t; return TodoPath(goal, t.ID) }
 			case strings.HasPrefix(rel, "leases/"):
 				l := &Lease{}
-				rec, want = l, func() string { return LeasePath(goal, l.TodoID) }
+				rec, want = l, func() string { leases[l.TodoID] = l; return LeasePath(goal, l.TodoID) }
 			case strings.HasPrefix(rel, "receipts/"):
 				r := &Receipt{}
-				rec, want = r, func() string { return ReceiptPath(goal, r.ID) }
+				rec, want = r, func() string { receipts = append(receipts, r); return ReceiptPath(goal, r.ID) }
 			default:
 				add(Corrupt(p, fmt.Errorf("unexpected file in goal folder")), p)
 				return nil
@@ -91,7 +93,45 @@ func Verify(v *View) ([]Problem, error) {
 				}
 			}
 		}
+		if tracked, _ := v.tracksGenerations(); tracked {
+			verifyGenerations(goal, todos, leases, receipts, add)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// verifyGenerations cross-checks a goal's todos, leases and receipts: each
+// lease matches its todo's recorded epoch (generation.go), and a lease that
+// receipts speak of exists, at an epoch no lower than theirs.
+func verifyGenerations(goal string, todos map[string]*Todo, leases map[string]*Lease, receipts []*Receipt, add func(error, string)) {
+	ids := map[string]bool{}
+	for id := range todos {
+		ids[id] = true
+	}
+	for id := range leases {
+		ids[id] = true
+	}
+	for id := range ids {
+		if err := checkGeneration(goal, id, todos[id], leases[id]); err != nil {
+			add(err, LeasePath(goal, id))
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range receipts {
+		if r.Lease == nil || seen[r.TodoID] {
+			continue
+		}
+		l := leases[r.TodoID]
+		switch {
+		case l == nil:
+			seen[r.TodoID] = true
+			p := LeasePath(goal, r.TodoID)
+			add(Corrupt(p, fmt.Errorf("missing, though receipt %s records it at epoch %d", r.ID, r.Lease.Epoch)), p)
+		case r.Lease.Epoch > l.Epoch || r.Lease.Version > l.Version:
+			seen[r.TodoID] = true
+			p := LeasePath(goal, r.TodoID)
+			add(Corrupt(p, fmt.Errorf("at version %d epoch %d, behind receipt %s (version %d epoch %d)", l.Version, l.Epoch, r.ID, r.Lease.Version, r.Lease.Epoch)), p)
+		}
+	}
 }

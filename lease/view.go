@@ -347,8 +347,29 @@ func (v *View) Todos(goal string) ([]*Todo, error) {
 // PutTodo writes a todo.
 func (v *View) PutTodo(goal string, t *Todo) { v.put(TodoPath(goal, t.ID), t) }
 
-// Lease returns the lease of a todo, nil when it never had one.
+// Lease returns the lease of a todo, nil when it never had one. On a store
+// of format 2 it also reads the todo, whose lease epoch must match (see
+// generation.go): a lease record that was moved, deleted or replaced by
+// hand fails closed with corrupt_record, never reads as "no lease".
 func (v *View) Lease(goal, todo string) (*Lease, error) {
+	l, err := v.leaseRecord(goal, todo)
+	if err != nil {
+		return nil, err
+	}
+	if tracked, err := v.tracksGenerations(); err != nil || !tracked {
+		return l, err
+	}
+	t, err := v.Todo(goal, todo)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGeneration(goal, todo, t, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 	var l Lease
 	p := LeasePath(goal, todo)
 	ok, err := v.get(p, &l)
@@ -356,6 +377,16 @@ func (v *View) Lease(goal, todo string) (*Lease, error) {
 		return nil, err
 	}
 	return &l, checkID(p, l.TodoID, todo)
+}
+
+// tracksGenerations reports whether the store's todos carry their lease's
+// epoch (format 2 on; the upgrade backfills it).
+func (v *View) tracksGenerations() (bool, error) {
+	m, err := v.Meta()
+	if err != nil {
+		return false, err
+	}
+	return m != nil && m.FormatVersion >= 2, nil
 }
 
 // Leases returns every lease record of the goal (all of them, never a page).
@@ -377,8 +408,16 @@ func (v *View) Leases(goal string) ([]*Lease, error) {
 	return out, err
 }
 
-// PutLease writes a lease.
-func (v *View) PutLease(goal string, l *Lease) { v.put(LeasePath(goal, l.TodoID), l) }
+// PutLease writes a lease, and its epoch into the todo (the high-water
+// mark of generation.go) when that changes.
+func (v *View) PutLease(goal string, l *Lease) {
+	v.put(LeasePath(goal, l.TodoID), l)
+	var t Todo
+	if ok, err := v.get(TodoPath(goal, l.TodoID), &t); ok && err == nil && t.LeaseEpoch != l.Epoch {
+		t.LeaseEpoch = l.Epoch
+		v.put(TodoPath(goal, t.ID), &t)
+	}
+}
 
 // Receipt returns a receipt by id, nil when absent.
 func (v *View) Receipt(goal, id string) (*Receipt, error) {
