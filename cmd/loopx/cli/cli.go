@@ -131,11 +131,6 @@ func formatFromArgs(args []string, stdout io.Writer) string {
 	return "json"
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // options builds the store options from flags and environment.
 func (e *env) options() (loopx.Options, error) {
 	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL"), Remote: e.remote, Offline: e.offline}
