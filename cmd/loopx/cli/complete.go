@@ -1,0 +1,5 @@
+package cli
+
+import "github.com/spf13/cobra"
+
+func registerCompletions(e *env, c *cobra.Command) {}
