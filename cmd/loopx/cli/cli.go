@@ -26,6 +26,9 @@ type env struct {
 	remote                       string // --remote NAME (remote_cmds.go)
 	offline                      bool   // --offline
 	stdout, stderr               io.Writer
+	// boardOnStdout: stdout carries a board (project-markdown --output -),
+	// so an error goes to stderr, in the same format.
+	boardOnStdout bool
 }
 
 // usageError marks command-line mistakes (exit 2).
@@ -201,7 +204,11 @@ func (e *env) printError(le *lease.Error) {
 		obj["code"] = le.Code
 		obj["message"] = le.Message
 		data, _ := json.Marshal(map[string]any{"ok": false, "error": obj})
-		fmt.Fprintf(e.stdout, "%s\n", data)
+		w := e.stdout
+		if e.boardOnStdout {
+			w = e.stderr
+		}
+		fmt.Fprintf(w, "%s\n", data)
 		return
 	}
 	fmt.Fprintf(e.stderr, "loopx: %s: %s\n", le.Code, le.Message)
