@@ -191,7 +191,7 @@ func (e *env) print(res *loopx.Result) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
 		return err
 	}
-	printText(e.stdout, res)
+	printText(e.stdout, res, now())
 	return nil
 }
 
@@ -211,12 +211,13 @@ func (e *env) printError(le *lease.Error) {
 		fmt.Fprintf(w, "%s\n", data)
 		return
 	}
-	fmt.Fprintf(e.stderr, "loopx: %s: %s\n", le.Code, le.Message)
+	stderr := safeWriter{e.stderr}
+	fmt.Fprintf(stderr, "loopx: %s: %s\n", le.Code, flat(le.Message))
 	// A usage error's message says it all; its details are for programs.
 	if len(le.Details) > 0 && le.Code != lease.CodeUsage {
 		out, _ := yaml.Marshal(le.Details)
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			fmt.Fprintf(e.stderr, "  %s\n", line)
+			fmt.Fprintf(stderr, "  %s\n", line)
 		}
 	}
 }
