@@ -29,6 +29,7 @@ type env struct {
 	// boardOnStdout: stdout carries a board (project-markdown --output -),
 	// so an error goes to stderr, in the same format.
 	boardOnStdout bool
+	completing    bool // the run answers a shell's completion request
 }
 
 // usageError marks command-line mistakes (exit 2).
@@ -42,6 +43,9 @@ func Main() int { return Run(os.Args[1:], os.Stdout, os.Stderr) }
 // Run runs loopx with args and returns the exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr}
+	// Shell completion (cobra's hidden __complete) parses the flags of every
+	// command on the line, groups included.
+	e.completing = len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
 	root := newRoot(e)
 	if args == nil {
 		args = []string{} // cobra would read os.Args

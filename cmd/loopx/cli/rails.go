@@ -224,7 +224,7 @@ func (e *env) installRails(c *cobra.Command) {
 	registerCompletions(e, c)
 	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
 		c.Args = cobra.ArbitraryArgs
-		c.DisableFlagParsing = true
+		c.DisableFlagParsing = !e.completing
 		c.SuggestionsMinimumDistance = 2
 		c.RunE = e.groupRun
 		return
