@@ -400,7 +400,7 @@ func helpCmd(root *cobra.Command) *cobra.Command {
 	}
 }
 
-// flagNames lists the names of the flags in a table row, for tests.
+// tableFlags lists the (command, flag) pairs the flag tables name, for tests.
 func tableFlags() (rows [][2]string) {
 	for _, r := range flagNeeds {
 		rows = append(rows, [2]string{r.cmd, r.flag}, [2]string{r.cmd, r.needs})
