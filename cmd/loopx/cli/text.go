@@ -249,7 +249,7 @@ func printText(out io.Writer, res *loopx.Result, now time.Time) {
 	case res.Operation == "agent.list":
 		agentsText(w, m)
 		return
-	case res.Operation == "verify":
+	case res.Operation == "verify" && m["valid"] != nil:
 		verifyText(w, m)
 		return
 	case m["entries"] != nil:
