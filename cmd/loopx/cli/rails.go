@@ -75,12 +75,14 @@ type requiredFlag struct {
 const ttlHint = "1..86400"
 
 // requiredFlags are the flags without a default, in the order the domain
-// checks the fields (so the first missing one is the one reported).
+// checks the fields (so the first missing one is the one reported). A field
+// whose refusal already names its flag is left to the domain, so the command
+// and `loopx apply` of the same request print the same bytes: goal create
+// --goal-id, todo add --text, todo supersede --reason, and --expected-version
+// of renew, transfer and release ("renew needs --expected-version (...)").
 var requiredFlags = []requiredFlag{
-	{cmd: "goal create", flag: "goal-id", code: lease.CodeInvalidGoalID},
 	{cmd: "agent register", flag: "agent-id", code: lease.CodeInvalidAgentID},
 	{cmd: "agent unregister", flag: "agent-id", code: lease.CodeInvalidAgentID},
-	{cmd: "todo add", flag: "text", code: lease.CodeInvalidRequest, hint: "what is to be done"},
 	{cmd: "todo show", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo claim", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo claim", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint, when: "task-lease-idempotency-key"},
@@ -88,23 +90,19 @@ var requiredFlags = []requiredFlag{
 	{cmd: "todo update", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo complete", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo supersede", flag: "todo-id", code: lease.CodeInvalidTodoID},
-	{cmd: "todo supersede", flag: "reason", code: lease.CodeInvalidRequest, hint: "why it is superseded"},
 	{cmd: "task-lease acquire", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease acquire", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of this execution"},
 	{cmd: "task-lease acquire", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
 	{cmd: "task-lease renew", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease renew", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
-	{cmd: "task-lease renew", flag: "expected-version", code: lease.CodeVersionRequired, hint: "the current lease version, from task-lease inspect"},
 	{cmd: "task-lease renew", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
 	{cmd: "task-lease transfer", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease transfer", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
-	{cmd: "task-lease transfer", flag: "expected-version", code: lease.CodeVersionRequired, hint: "the current lease version, from task-lease inspect"},
 	{cmd: "task-lease transfer", flag: "new-owner", code: lease.CodeInvalidAgentID, hint: "the receiving agent"},
 	{cmd: "task-lease transfer", flag: "new-idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the receiver's execution key"},
 	{cmd: "task-lease transfer", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
 	{cmd: "task-lease release", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease release", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
-	{cmd: "task-lease release", flag: "expected-version", code: lease.CodeVersionRequired, hint: "the current lease version, from task-lease inspect"},
 	{cmd: "task-lease inspect", flag: "todo-id", code: lease.CodeInvalidTodoID},
 }
 
