@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -76,6 +77,17 @@ type Agent struct {
 	Registration int64     `yaml:"registration,omitempty" json:"registration"`
 	RegisteredAt time.Time `yaml:"registered_at" json:"registered_at"`
 	UpdatedAt    time.Time `yaml:"updated_at" json:"updated_at"`
+}
+
+// MarshalJSON shows an agent in results: lifecycle_authority is [] when the
+// agent has none (the record omits it; results never show a null list).
+func (a Agent) MarshalJSON() ([]byte, error) {
+	type plain Agent
+	p := plain(a)
+	if p.LifecycleAuthority == nil {
+		p.LifecycleAuthority = []string{}
+	}
+	return json.Marshal(p)
 }
 
 // Registered reports whether the agent is currently registered.

@@ -21,11 +21,12 @@ type AddRequest struct {
 	ExcludedAgents      []string `json:"excluded_agents,omitempty" desc:"agents that may not work on it"`
 }
 
-// TodoAddData is the result of todo add.
+// TodoAddData is the result of todo add. The todo has the shape of every
+// other result that shows one (show, list, ready): a TodoView.
 type TodoAddData struct {
-	GoalID string `json:"goal_id"`
-	TodoID string `json:"todo_id"`
-	Todo   *Todo  `json:"todo"`
+	GoalID string    `json:"goal_id"`
+	TodoID string    `json:"todo_id"`
+	Todo   *TodoView `json:"todo"`
 }
 
 // GenerateTodoID derives an id from the head revision, the decision time and
@@ -117,6 +118,10 @@ func AddTodo(v *View, req AddRequest, now time.Time) (*Outcome, error) {
 		ExcludedAgents: sortedSet(req.ExcludedAgents), CreatedBy: req.Actor, CreatedAt: now,
 		UpdatedBy: req.Actor, UpdatedAt: now}
 	v.PutTodo(req.Goal, t)
+	tv, err := ViewTodo(v, req.Goal, t, now, false)
+	if err != nil {
+		return nil, err
+	}
 	return &Outcome{Operation: OpTodoAdd, Status: StatusApplied, Goal: req.Goal, Todo: t.ID, Actor: req.Actor,
-		Write: true, BoardChanged: true, Data: TodoAddData{GoalID: req.Goal, TodoID: t.ID, Todo: t}}, nil
+		Write: true, BoardChanged: true, Data: TodoAddData{GoalID: req.Goal, TodoID: t.ID, Todo: &tv}}, nil
 }

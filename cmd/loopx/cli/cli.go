@@ -4,7 +4,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,10 +26,14 @@ type env struct {
 	remote                       string // --remote NAME (remote_cmds.go)
 	offline                      bool   // --offline
 	stdout, stderr               io.Writer
+	// boardOnStdout: stdout carries a board (project-markdown --output -),
+	// so an error goes to stderr, in the same format.
+	boardOnStdout bool
+	completing    bool // the run answers a shell's completion request
 }
 
 // usageError marks command-line mistakes (exit 2).
-func usageError(format string, args ...any) error {
+func usageError(format string, args ...any) *lease.Error {
 	return lease.Errorf(lease.CodeUsage, format, args...)
 }
 
@@ -40,7 +43,13 @@ func Main() int { return Run(os.Args[1:], os.Stdout, os.Stderr) }
 // Run runs loopx with args and returns the exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr}
+	// Shell completion (cobra's hidden __complete) parses the flags of every
+	// command on the line, groups included.
+	e.completing = len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
 	root := newRoot(e)
+	if args == nil {
+		args = []string{} // cobra would read os.Args
+	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -48,20 +57,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	le, ok := lease.AsError(err)
-	if !ok {
-		// cobra's own errors (unknown command or flag) are usage errors.
-		msg := err.Error()
-		if strings.Contains(msg, "unknown command") || strings.Contains(msg, "flag") || strings.Contains(msg, "argument") {
-			le = lease.Errorf(lease.CodeUsage, "%s", msg)
-		} else {
-			le = lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				le = lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
-			}
-		}
-	}
+	le := classify(err)
 	if e.format == "" {
 		e.format = formatFromArgs(args, e.stdout)
 	}
@@ -89,19 +85,26 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see `%s --help`)", err, c.CommandPath())
 	})
-	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		if e.format == "" {
-			e.format = defaultFormat(e.stdout)
-		}
-		if e.format != "text" && e.format != "json" {
-			return usageError("--format %q: want text or json", e.format)
-		}
-		return nil
-	}
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error { return e.resolveFormat() }
+	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
 		applyCmd(e), clockResetCmd(e))
+	root.SetHelpCommand(helpCmd(root))
+	root.InitDefaultCompletionCmd()
+	e.installRails(root)
 	return root
+}
+
+// resolveFormat applies the default output format and checks --format.
+func (e *env) resolveFormat() error {
+	if e.format == "" {
+		e.format = defaultFormat(e.stdout)
+	}
+	if e.format != "text" && e.format != "json" {
+		return usageError("--format %q: want text or json", e.format)
+	}
+	return nil
 }
 
 // defaultFormat is $LOOPX_FORMAT, else text on a terminal and JSON otherwise.
@@ -130,11 +133,6 @@ func formatFromArgs(args []string, stdout io.Writer) string {
 		return f
 	}
 	return "json"
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // options builds the store options from flags and environment.
@@ -198,7 +196,7 @@ func (e *env) print(res *loopx.Result) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
 		return err
 	}
-	printText(e.stdout, res)
+	printText(e.stdout, res, now())
 	return nil
 }
 
@@ -211,14 +209,20 @@ func (e *env) printError(le *lease.Error) {
 		obj["code"] = le.Code
 		obj["message"] = le.Message
 		data, _ := json.Marshal(map[string]any{"ok": false, "error": obj})
-		fmt.Fprintf(e.stdout, "%s\n", data)
+		w := e.stdout
+		if e.boardOnStdout {
+			w = e.stderr
+		}
+		fmt.Fprintf(w, "%s\n", data)
 		return
 	}
-	fmt.Fprintf(e.stderr, "loopx: %s: %s\n", le.Code, le.Message)
-	if len(le.Details) > 0 {
+	stderr := safeWriter{e.stderr}
+	fmt.Fprintf(stderr, "loopx: %s: %s\n", le.Code, flat(le.Message))
+	// A usage error's message says it all; its details are for programs.
+	if len(le.Details) > 0 && le.Code != lease.CodeUsage {
 		out, _ := yaml.Marshal(le.Details)
 		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			fmt.Fprintf(e.stderr, "  %s\n", line)
+			fmt.Fprintf(stderr, "  %s\n", line)
 		}
 	}
 }

@@ -39,8 +39,8 @@ error (never dropped silently). The local ref then points at the remote's head.`
 					if d, ok := res.Data.(loopx.SyncData); ok {
 						for _, r := range d.Replays {
 							if r.Error != nil {
-								fmt.Fprintf(e.stderr, "refused: %s %s (offline %s): %s: %s\n",
-									r.Operation, r.TodoID, short(r.OfflineRevision), r.Error.Code, r.Error.Message)
+								fmt.Fprintf(safeWriter{e.stderr}, "refused: %s %s (offline %s): %s: %s\n",
+									r.Operation, r.TodoID, short(r.OfflineRevision), r.Error.Code, flat(r.Error.Message))
 							}
 						}
 					}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -211,9 +212,6 @@ the store recorded requests are counted as unverifiable_older.`,
 		Example: "  loopx verify --format json\n  loopx verify --history\n  loopx verify --history --since 4f1c…",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if since != "" && !history {
-				return usageError("--since needs --history")
-			}
 			s, err := e.open()
 			if err != nil {
 				return err
@@ -266,13 +264,20 @@ func versionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use: "version", Short: "Print the loopx version and store format", Args: noArgs,
 		Example: "  loopx version",
-		RunE: func(c *cobra.Command, args []string) error {
-			if e.format == "json" {
-				fmt.Fprintf(e.stdout, `{"ok":true,"operation":"version","version":%q,"store_format":%d}`+"\n", Version, lease.FormatVersion)
-				return nil
-			}
-			fmt.Fprintf(e.stdout, "loopx %s (store format %d)\n", Version, lease.FormatVersion)
-			return nil
-		},
+		RunE:    func(c *cobra.Command, args []string) error { return e.printVersion() },
 	}
+}
+
+// printVersion prints the version (`loopx version`, `loopx --version`, `-v`).
+func (e *env) printVersion() error {
+	if e.format == "json" {
+		data, err := json.Marshal(map[string]any{"ok": true, "operation": "version", "version": Version, "store_format": lease.FormatVersion})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "loopx %s (store format %d)\n", Version, lease.FormatVersion)
+	return err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -241,11 +242,17 @@ func todoSupersedeCmd(e *env) *cobra.Command {
 func projectCmd(e *env) *cobra.Command {
 	var output string
 	c := &cobra.Command{
-		Use:     "project-markdown",
-		Short:   "Render the goal's board from the current head and commit it if it changed",
-		Example: "  loopx todo project-markdown --goal-id example-goal\n  loopx todo project-markdown --output TODO.md",
-		Args:    noArgs,
+		Use:   "project-markdown",
+		Short: "Render the goal's board from the current head and commit it if it changed",
+		Long: `project-markdown renders the goal's board from the current head and commits it
+when it differs (this repairs a pending delivery). --output FILE also writes the
+board to FILE; --output - writes the board bytes to stdout instead of the result
+(an error then goes to stderr).`,
+		Example: "  loopx todo project-markdown --goal-id example-goal\n  loopx todo project-markdown --output TODO.md\n" +
+			"  loopx todo project-markdown --output - | less",
+		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			e.boardOnStdout = output == "-"
 			s, err := e.open()
 			if err != nil {
 				return err
@@ -253,6 +260,13 @@ func projectCmd(e *env) *cobra.Command {
 			defer s.Close()
 			res, board, err := s.ProjectMarkdown(e.goal)
 			if err != nil {
+				return err
+			}
+			if output == "-" {
+				if res.Projection == loopx.ProjectionPending {
+					fmt.Fprintf(e.stderr, "loopx: the board was rendered but not committed (pending): %s\n", res.ProjectionError)
+				}
+				_, err := e.stdout.Write(board)
 				return err
 			}
 			if output != "" {
@@ -263,6 +277,6 @@ func projectCmd(e *env) *cobra.Command {
 			return e.print(res)
 		},
 	}
-	c.Flags().StringVar(&output, "output", "", "also write the board to this file")
+	c.Flags().StringVar(&output, "output", "", "also write the board to this file; - writes it to stdout instead of the result")
 	return c
 }
