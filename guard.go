@@ -511,8 +511,10 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 		var aerr error
 		gc.AgentID, gc.AgentFrom, aerr = lease.CommitAgent(v, f.Message, f.AuthorEmail, agent, agentFrom)
 		if aerr != nil {
-			e, _ := lease.AsError(aerr)
-			return nil, lease.Errorf(e.Code, "commit %s: %s", shortRev(f.Hash), e.Message).With("commit", f.Hash.String())
+			if e, ok := lease.AsError(aerr); ok && e.Code == lease.CodeInvalidAgentID {
+				return nil, lease.Errorf(e.Code, "commit %s: %s", shortRev(f.Hash), e.Message).With("commit", f.Hash.String())
+			}
+			return nil, mapErr(aerr)
 		}
 		paths, err := s.git.ChangedPaths(f.Hash)
 		if err != nil {

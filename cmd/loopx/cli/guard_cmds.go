@@ -97,6 +97,9 @@ hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
 			if rangeArg != "" || prePush {
 				req := loopx.GuardRangeRequest{Agent: agent, Range: rangeArg, PrePush: prePush}
 				if prePush {
+					if isTerminal(os.Stdin) {
+						return usageError("--pre-push reads the lines git hands a pre-push hook on stdin; for a range by hand use --range A..B")
+					}
 					ups, err := loopx.ParsePushUpdates(os.Stdin)
 					if err != nil {
 						return err
