@@ -492,12 +492,13 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 		return nil, mapErr(err)
 	}
 	views := map[gitstore.Hash]*guardState{}
+	leaseDirs := map[gitstore.Hash][]*lease.Lease{} // by the lease folder's tree
 	for i, f := range facts {
 		gc := GuardCommit{Commit: f.Hash.String(), Time: f.CommitterTime.UTC(), Allowed: true}
 		var st *guardState
 		if !states[i].IsZero() {
 			if st = views[states[i]]; st == nil {
-				if st, err = s.guardStateAt(states[i]); err != nil {
+				if st, err = s.guardStateAt(states[i], leaseDirs); err != nil {
 					return nil, err
 				}
 				views[states[i]] = st
@@ -522,7 +523,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 		}
 		gc.Paths = len(paths)
 		if st != nil && len(st.goals) > 0 {
-			vs, err := lease.GuardCheck(st.view, st.goals, gc.AgentID, paths, f.CommitterTime)
+			vs, err := lease.GuardCheckLeases(st.view, st.goals, st.leases, gc.AgentID, paths, f.CommitterTime)
 			if err != nil {
 				return nil, mapErr(err)
 			}
@@ -541,16 +542,34 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 
 // guardState is the state one or more commits are judged against.
 type guardState struct {
-	view  *lease.View // nil: not a store at that commit
-	goals []string    // the goals holding any lease record
+	view   *lease.View // nil: not a store at that commit
+	goals  []string    // the goals holding any lease record
+	leases func(goal string) ([]*lease.Lease, error)
 }
 
-func (s *Store) guardStateAt(rev gitstore.Hash) (*guardState, error) {
+// guardStateAt opens the state at rev. The lease records of a goal are
+// decoded once per distinct lease folder (leaseDirs, by its tree's name):
+// state commits that did not touch a goal's leases share them.
+func (s *Store) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*lease.Lease) (*guardState, error) {
 	sn, err := s.git.Snapshot(rev)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	v := s.viewOf(sn)
+	leases := func(goal string) ([]*lease.Lease, error) {
+		h, err := sn.DirHash(lease.LeasesDir(goal))
+		if err != nil || h.IsZero() {
+			return v.Leases(goal)
+		}
+		if ls, ok := leaseDirs[h]; ok {
+			return ls, nil
+		}
+		ls, err := v.Leases(goal)
+		if err == nil {
+			leaseDirs[h] = ls
+		}
+		return ls, err
+	}
 	if _, err := lease.RequireStore(v); err != nil {
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			return &guardState{}, nil
@@ -561,7 +580,7 @@ func (s *Store) guardStateAt(rev gitstore.Hash) (*guardState, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &guardState{view: v, goals: goals}, nil
+	return &guardState{view: v, goals: goals, leases: leases}, nil
 }
 
 // historyWalker is the part of gitstore.Store that statesAt needs.

@@ -299,3 +299,27 @@ func (s *Store) FirstParentTimes(from Hash, fn func(h Hash, committed time.Time)
 	}
 	return nil
 }
+
+// DirHash returns the name of the tree at dir ("" is the root) in the
+// snapshot, ZeroHash when there is no directory there. Two snapshots with
+// the same DirHash hold the same files under dir, so a caller can reuse
+// what it derived from one for the other.
+func (sn *Snapshot) DirHash(dir string) (Hash, error) {
+	if err := validateDir(dir); err != nil {
+		return ZeroHash, err
+	}
+	if sn.tree.IsZero() {
+		return ZeroHash, nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+	e, found, err := s.lookup(sn.tree, splitPath(dir))
+	if err != nil || !found || !e.isDir() {
+		return ZeroHash, err
+	}
+	return e.hash, nil
+}

@@ -170,3 +170,41 @@ func TestFirstParentTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestDirHash: the tree name of a folder changes exactly when a file under
+// it does.
+func TestDirHash(t *testing.T) {
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	c1 := commitT(t, s, put("goals/g/leases/00/a.yaml", "a"), put("goals/g/todos/00/a.yaml", "t"))
+	c2 := commitT(t, s, put("goals/g/todos/00/a.yaml", "t2"))
+	c3 := commitT(t, s, put("goals/g/leases/00/a.yaml", "a2"))
+	hash := func(rev Hash, d string) Hash {
+		sn, err := s.Snapshot(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := sn.DirHash(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h1, h2 := hash(c1, "goals/g/leases"), hash(c2, "goals/g/leases"); h1.IsZero() || h1 != h2 {
+		t.Fatalf("untouched folder: %s, %s", h1, h2)
+	}
+	if hash(c2, "goals/g/leases") == hash(c3, "goals/g/leases") {
+		t.Fatal("a changed file left its folder's hash alone")
+	}
+	if want := runGitT(t, dir, "rev-parse", c3.String()+":goals/g/leases"); hash(c3, "goals/g/leases").String() != want {
+		t.Fatalf("DirHash is not git's tree name %s", want)
+	}
+	for _, d := range []string{"goals/h", "goals/g/leases/00/a.yaml"} {
+		if h := hash(c3, d); !h.IsZero() {
+			t.Fatalf("DirHash(%s) = %s, want zero (missing, or a file)", d, h)
+		}
+	}
+	if h := hash(ZeroHash, "goals"); !h.IsZero() {
+		t.Fatal("empty snapshot")
+	}
+}

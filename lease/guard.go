@@ -101,6 +101,14 @@ type guardHit struct {
 // of agent itself covers that path. agent may be "" (owns nothing). Paths
 // are repository paths relative to the top of the working tree.
 func GuardCheck(v *View, goals []string, agent string, paths []string, now time.Time) ([]GuardViolation, error) {
+	return GuardCheckLeases(v, goals, v.Leases, agent, paths, now)
+}
+
+// GuardCheckLeases is GuardCheck with the lease records of each goal given
+// by leasesOf (which must return what v.Leases would: a caller judging many
+// states reuses the records of a lease folder that did not change). The
+// records are only read.
+func GuardCheckLeases(v *View, goals []string, leasesOf func(goal string) ([]*Lease, error), agent string, paths []string, now time.Time) ([]GuardViolation, error) {
 	if agent != "" {
 		if err := CheckAgentID("agent id", agent); err != nil {
 			return nil, err
@@ -115,7 +123,7 @@ func GuardCheck(v *View, goals []string, agent string, paths []string, now time.
 		if err := CheckGoalID(goal); err != nil {
 			return nil, err
 		}
-		leases, err := v.Leases(goal)
+		leases, err := leasesOf(goal)
 		if err != nil {
 			return nil, err
 		}
