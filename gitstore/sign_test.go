@@ -62,6 +62,15 @@ func testKey(t testing.TB, dir, name, typ string) (string, ssh.PublicKey, ssh.Si
 	return priv, signer.PublicKey(), signer
 }
 
+// requireSSHKeygen skips a test that needs git to sign or verify SSH
+// signatures, which git does by running ssh-keygen.
+func requireSSHKeygen(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not on the PATH: git cannot sign or verify SSH signatures")
+	}
+}
+
 // allowedSigners writes a gpg.ssh.allowedSignersFile naming pub for
 // every identity.
 func allowedSigners(t testing.TB, dir string, pubs ...ssh.PublicKey) string {
@@ -108,6 +117,7 @@ func signedCommitT(t testing.TB, s *Store, parent Hash, sign func([]byte) ([]byt
 // file, and by VerifySSH on CommitSignature's payload; the gpgsig header
 // sits right after the committer line; fsck is clean.
 func TestSignedCommitVerifiesWithGit(t *testing.T) {
+	requireSSHKeygen(t)
 	for _, typ := range []string{"ed25519", "ecdsa", "rsa"} {
 		t.Run(typ, func(t *testing.T) {
 			dir := newRepo(t)
@@ -160,6 +170,7 @@ func TestSignedCommitVerifiesWithGit(t *testing.T) {
 // another key is ErrBadSignature; an unsigned commit has no signature and
 // is ErrUnsigned.
 func TestGitSignedCommitVerifiesWithGitstore(t *testing.T) {
+	requireSSHKeygen(t)
 	dir := newRepo(t)
 	kd := t.TempDir()
 	priv, pub, _ := testKey(t, kd, "k", "ed25519")
@@ -220,6 +231,7 @@ func stripGpgsig(commit string) string {
 // so gitstore's signed commit and the one `git commit-tree -S` makes of the
 // same tree, parent, identities, times and message are the same object.
 func TestSignedCommitIsGitsByteForByte(t *testing.T) {
+	requireSSHKeygen(t)
 	dir := newRepo(t)
 	priv, _, signer := testKey(t, t.TempDir(), "k", "ed25519")
 	s := openT(t, dir, Options{})
@@ -245,6 +257,7 @@ func TestSignedCommitIsGitsByteForByte(t *testing.T) {
 // TestTamperedSignedCommitFails: changing any byte that the signature covers
 // (the message, the tree) makes both git and VerifySSH refuse it.
 func TestTamperedSignedCommitFails(t *testing.T) {
+	requireSSHKeygen(t)
 	dir := newRepo(t)
 	_, pub, signer := testKey(t, t.TempDir(), "k", "ed25519")
 	s := openT(t, dir, Options{})
