@@ -33,6 +33,12 @@ type CommitInfo struct {
 	AuthorName, AuthorEmail       string
 	CommitterName, CommitterEmail string
 	When                          time.Time // used for both author and committer time
+	// Sign, when set, signs the commit: it is given the commit object as
+	// it is without a signature and returns the armored signature, which
+	// becomes the commit's gpgsig header, as git makes signed commits
+	// (SSHSign signs like `git commit -S` with gpg.format=ssh). An error
+	// fails the commit; nothing is written.
+	Sign func(payload []byte) (armoredSignature []byte, err error)
 }
 
 // CommitMeta describes one commit of the history (see Log).
@@ -414,6 +420,15 @@ func (s *Store) buildCommit(pend *pendingObjects, parent Hash, changes []Change,
 	}
 	fmt.Fprintf(&cb, "author %s\ncommitter %s\n\n%s", author, committer, msg)
 	commitData := cb.Bytes()
+	if info.Sign != nil {
+		sig, err := info.Sign(commitData)
+		if err != nil {
+			return ZeroHash, fmt.Errorf("gitstore: sign commit: %w", err)
+		}
+		if commitData, err = insertSignature(commitData, sig); err != nil {
+			return ZeroHash, err
+		}
+	}
 	commitHash := hashObject(plumbing.CommitObject, commitData)
 	pend.add(newObject{hash: commitHash, typ: plumbing.CommitObject, data: commitData})
 	pend.commits[commitHash] = treeHash

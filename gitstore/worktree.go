@@ -17,7 +17,10 @@ package gitstore
 //     keeps the old hook's interpreter and its own `exit`/`exec` lines
 //     working: text appended after `exit 0` or `exec ...`, or to a Python
 //     hook, would never run or would break it. A chained hook that is not
-//     executable is skipped, as git itself skips it.
+//     executable is skipped, as git itself skips it. For a hook that git
+//     hands input on stdin (pre-push: the refs being pushed), that input is
+//     kept in a temporary file, so the chained hook and the snippet both
+//     read all of it.
 
 import (
 	"bytes"
@@ -154,10 +157,22 @@ func (s *Store) chainHook(dir, name, path, snippet string) (bool, string, error)
 	tmp := filepath.Join(dir, "."+name+".loopx-tmp")
 	script := "#!/bin/sh\n" +
 		"# " + name + " hook chained by loopx: the previous hook, kept as " + chained + ", runs first.\n" +
-		"loopx_chained=\"$(dirname \"$0\")/" + chained + "\"\n" +
-		"if [ -x \"$loopx_chained\" ]; then\n" +
-		"\t\"$loopx_chained\" \"$@\" || exit $?\n" +
-		"fi\n" + snippet
+		"loopx_chained=\"$(dirname \"$0\")/" + chained + "\"\n"
+	if stdinHooks[name] {
+		// Both hooks read what git writes on stdin: keep a copy for the
+		// snippet, which reads it after the chained hook has.
+		script += "loopx_stdin=$(mktemp \"${TMPDIR:-/tmp}/loopx-" + name + ".XXXXXX\") || exit 1\n" +
+			"trap 'rm -f \"$loopx_stdin\"' EXIT\n" +
+			"cat >\"$loopx_stdin\" || exit 1\n" +
+			"if [ -x \"$loopx_chained\" ]; then\n" +
+			"\t\"$loopx_chained\" \"$@\" <\"$loopx_stdin\" || exit $?\n" +
+			"fi\n" +
+			"exec <\"$loopx_stdin\"\n" + snippet
+	} else {
+		script += "if [ -x \"$loopx_chained\" ]; then\n" +
+			"\t\"$loopx_chained\" \"$@\" || exit $?\n" +
+			"fi\n" + snippet
+	}
 	if err := writeHook(tmp, script); err != nil {
 		return false, path, err
 	}
@@ -170,6 +185,10 @@ func (s *Store) chainHook(dir, name, path, snippet string) (bool, string, error)
 	}
 	return true, path, nil
 }
+
+// stdinHooks are the hooks git hands input on stdin (githooks(5)).
+var stdinHooks = map[string]bool{"pre-push": true, "pre-receive": true, "post-receive": true,
+	"post-rewrite": true, "reference-transaction": true}
 
 func writeHook(path, content string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)

@@ -1,8 +1,14 @@
 package lease
 
 import (
+	"crypto/rsa"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // RegisterRequest registers an agent in a goal.
@@ -12,6 +18,9 @@ type RegisterRequest struct {
 	Role               string   `json:"role,omitempty" desc:"agent or orchestrator (default agent)"`
 	LifecycleAuthority []string `json:"lifecycle_authority,omitempty" desc:"orchestrators: some of complete, update, supersede, reassign"`
 	RequiresReason     bool     `json:"requires_reason,omitempty" desc:"the orchestrator must give an authority reason when it uses its authority"`
+	// SigningKey is the agent's SSH public key (authorized_keys format,
+	// a comment allowed), "" for none; see CheckSigningKey.
+	SigningKey string `json:"signing_key,omitempty" desc:"the agent's SSH public key (authorized_keys format) that signs its state commits"`
 }
 
 // UnregisterRequest unregisters an agent.
@@ -47,6 +56,13 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 	if len(req.LifecycleAuthority) > 0 && req.Role != RoleOrchestrator {
 		return nil, Errorf(CodeInvalidRequest, "lifecycle authority is granted to orchestrators only (use --role orchestrator)")
 	}
+	key := ""
+	if req.SigningKey != "" {
+		var err error
+		if key, err = CheckSigningKey(req.SigningKey); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := RequireActiveGoal(v, req.Goal); err != nil {
 		return nil, err
 	}
@@ -57,11 +73,16 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 	if old.Registered() {
 		return nil, Errorf(CodeAgentExists, "agent %s is already registered in goal %s", req.Agent, req.Goal).With("agent_id", req.Agent)
 	}
+	if key != "" {
+		if err := signingKeyFree(v, req.Agent, key); err != nil {
+			return nil, err
+		}
+	}
 	auth := slices.Clone(req.LifecycleAuthority)
 	slices.Sort(auth)
 	auth = slices.Compact(auth)
 	a := &Agent{ID: req.Agent, Role: req.Role, LifecycleAuthority: auth, RequiresReason: req.RequiresReason,
-		Status: AgentRegistered, Registration: 1, RegisteredAt: now, UpdatedAt: now}
+		Status: AgentRegistered, Registration: 1, RegisteredAt: now, UpdatedAt: now, SigningKey: key}
 	if old != nil {
 		a.Registration = old.Registration + 1
 	}
@@ -103,4 +124,96 @@ func RegisteredAgents(v *View, goal string) ([]*Agent, error) {
 		}
 	}
 	return out, nil
+}
+
+// Signing keys (contract section 7: agents may register a public signing
+// key, SSH, as git uses for gpg.format=ssh).
+//
+// Decisions (where the contract is silent):
+//   - The key is one SSH public key in authorized_keys format; options
+//     and the comment are dropped, and the record keeps "type base64".
+//   - Accepted types: ed25519, ECDSA (P-256, P-384, P-521), RSA of at least
+//     2048 bits, and their FIDO security-key forms (sk-ssh-ed25519@openssh.com,
+//     sk-ecdsa-sha2-nistp256@openssh.com), which ssh-keygen -Y sign (and so
+//     git) signs with. DSA, shorter RSA keys and certificates are refused.
+//   - A key names one agent: registering a key that another agent id holds
+//     in any goal (registered, or unregistered: its signatures are still in
+//     history) is invalid_request, so a signature never stands for two
+//     agents. The same agent id may use its key in several goals.
+
+// SigningKeyTypes are the SSH key types accepted as signing keys.
+var SigningKeyTypes = []string{
+	ssh.KeyAlgoED25519, ssh.KeyAlgoSKED25519,
+	ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoSKECDSA256,
+	ssh.KeyAlgoRSA,
+}
+
+// MinRSABits is the smallest RSA signing key accepted.
+const MinRSABits = 2048
+
+// NormalizeSigningKey parses an SSH public key in authorized_keys format and
+// returns it as "type base64", or why it is not an accepted signing key.
+func NormalizeSigningKey(text string) (string, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", errors.New("no key given")
+	}
+	pub, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(text))
+	if err != nil {
+		return "", errors.New("not an SSH public key in authorized_keys format (\"ssh-ed25519 AAAA... comment\")")
+	}
+	if strings.TrimSpace(string(rest)) != "" {
+		return "", errors.New("more than one key given; give exactly one")
+	}
+	if _, ok := pub.(*ssh.Certificate); ok {
+		return "", fmt.Errorf("%s is a certificate; give the plain public key", pub.Type())
+	}
+	if !slices.Contains(SigningKeyTypes, pub.Type()) {
+		return "", fmt.Errorf("key type %s is not accepted; want ed25519 (or ECDSA, RSA >= %d bits)", pub.Type(), MinRSABits)
+	}
+	if pub.Type() == ssh.KeyAlgoRSA {
+		var rk *rsa.PublicKey
+		if cp, ok := pub.(ssh.CryptoPublicKey); ok {
+			rk, _ = cp.CryptoPublicKey().(*rsa.PublicKey)
+		}
+		if rk == nil || rk.N.BitLen() < MinRSABits {
+			return "", fmt.Errorf("RSA keys need at least %d bits", MinRSABits)
+		}
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), nil
+}
+
+// CheckSigningKey returns the normal form of a signing key, or
+// invalid_request naming the signing_key field.
+func CheckSigningKey(text string) (string, error) {
+	norm, err := NormalizeSigningKey(text)
+	if err != nil {
+		return "", Errorf(CodeInvalidRequest, "signing_key: %v", err).With("field", "signing_key")
+	}
+	return norm, nil
+}
+
+// signingKeyFree refuses key when an agent other than agent holds it in any
+// goal (see the decisions above).
+func signingKeyFree(v *View, agent, key string) error {
+	goals, err := v.files.List(GoalsDir)
+	if err != nil {
+		return err
+	}
+	for _, g := range goals {
+		if !ValidGoalID(g) {
+			continue
+		}
+		agents, err := v.Agents(g)
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			if a.ID != agent && a.SigningKey == key {
+				return Errorf(CodeInvalidRequest, "signing_key: this key is registered for agent %s (goal %s); every agent needs its own key", a.ID, g).
+					With("field", "signing_key").With("agent_id", a.ID)
+			}
+		}
+	}
+	return nil
 }

@@ -101,6 +101,14 @@ type guardHit struct {
 // of agent itself covers that path. agent may be "" (owns nothing). Paths
 // are repository paths relative to the top of the working tree.
 func GuardCheck(v *View, goals []string, agent string, paths []string, now time.Time) ([]GuardViolation, error) {
+	return GuardCheckLeases(v, goals, v.Leases, agent, paths, now)
+}
+
+// GuardCheckLeases is GuardCheck with the lease records of each goal given
+// by leasesOf (which must return what v.Leases would: a caller judging many
+// states reuses the records of a lease folder that did not change). The
+// records are only read.
+func GuardCheckLeases(v *View, goals []string, leasesOf func(goal string) ([]*Lease, error), agent string, paths []string, now time.Time) ([]GuardViolation, error) {
 	if agent != "" {
 		if err := CheckAgentID("agent id", agent); err != nil {
 			return nil, err
@@ -115,7 +123,7 @@ func GuardCheck(v *View, goals []string, agent string, paths []string, now time.
 		if err := CheckGoalID(goal); err != nil {
 			return nil, err
 		}
-		leases, err := v.Leases(goal)
+		leases, err := leasesOf(goal)
 		if err != nil {
 			return nil, err
 		}
@@ -171,4 +179,116 @@ func GuardCheck(v *View, goals []string, agent string, paths []string, now time.
 		return 0
 	})
 	return out, nil
+}
+
+// The push-time guard (`loopx guard check --range`, the pre-push hook)
+// judges commits, each against the leases in force when it was made, as the
+// agent that made it.
+//
+// Decisions (where the contract is silent):
+//   - The committing agent is, in order: the commit's Loopx-Agent trailer;
+//     else the configured agent (--agent-id, $LOOPX_AGENT_ID, `git config
+//     loopx.agent`: who pushes from this clone); else the local part of the
+//     author e-mail, when it names an agent registered (in any goal) in the
+//     state the commit is judged against; else nobody, and every lease is
+//     another agent's (as for the commit-time guard).
+//   - The trailer is read from the message's last paragraph (never the
+//     subject line), key case-insensitive as git reads trailers. Trailers
+//     that name different agents, or a value that is not an agent id, are
+//     invalid_agent_id: the commit is refused, not guessed at.
+//   - The trailer is a claim, like the author line and the commit time:
+//     the guard catches mistakes of cooperating agents (a commit that the
+//     pre-commit hook never saw: --no-verify, an amend, a rebase), not a
+//     committer who lies; signed commits and the server hook are for that.
+
+// TrailerAgent is the commit trailer naming the agent that made a commit
+// in the working repository.
+const TrailerAgent = "Loopx-Agent"
+
+// Sources of a commit's agent (CommitAgent).
+const (
+	AgentFromTrailer     = "trailer"
+	AgentFromAuthorEmail = "author_email"
+	AgentFromNone        = "none"
+)
+
+// CommitAgentTrailer returns the agent named by the Loopx-Agent trailers of
+// a commit message; found is false when there is none.
+func CommitAgentTrailer(msg string) (agent string, found bool, err error) {
+	lines := strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	start := len(lines)
+	for start > 0 && strings.TrimSpace(lines[start-1]) != "" {
+		start--
+	}
+	if start == 0 {
+		return "", false, nil // one paragraph: the subject, no trailers
+	}
+	for _, line := range lines[start:] {
+		k, val, ok := strings.Cut(line, ":")
+		// A line starting with blanks continues the trailer above it.
+		if !ok || k == "" || k[0] == ' ' || k[0] == '\t' || !strings.EqualFold(strings.TrimRight(k, " \t"), TrailerAgent) {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if !ValidAgentID(val) {
+			return "", false, Errorf(CodeInvalidAgentID, "the %s trailer %q is not a valid agent id", TrailerAgent, val)
+		}
+		if found && val != agent {
+			return "", false, Errorf(CodeInvalidAgentID, "the %s trailers name two agents, %s and %s", TrailerAgent, agent, val)
+		}
+		agent, found = val, true
+	}
+	return agent, found, nil
+}
+
+// CommitAgent attributes a commit (its message and author e-mail) to an
+// agent, in the order of the decisions above: the trailer, else configured
+// (with configuredFrom as its source; "" when none is configured), else the
+// author e-mail's local part when it is an agent registered in v (nil: no
+// store at that time), else nobody ("", AgentFromNone).
+func CommitAgent(v *View, msg, authorEmail, configured, configuredFrom string) (agent, from string, err error) {
+	if a, ok, err := CommitAgentTrailer(msg); err != nil || ok {
+		return a, AgentFromTrailer, err
+	}
+	if configured != "" {
+		if err := CheckAgentID("agent id", configured); err != nil {
+			return "", "", err
+		}
+		return configured, configuredFrom, nil
+	}
+	local, _, _ := strings.Cut(authorEmail, "@")
+	if v != nil && ValidAgentID(local) {
+		ok, err := registeredAnywhere(v, local)
+		if err != nil {
+			return "", "", err
+		}
+		if ok {
+			return local, AgentFromAuthorEmail, nil
+		}
+	}
+	return "", AgentFromNone, nil
+}
+
+// registeredAnywhere reports whether agent is registered in some goal of v.
+func registeredAnywhere(v *View, agent string) (bool, error) {
+	goals, err := v.files.List(GoalsDir)
+	if err != nil {
+		return false, err
+	}
+	for _, g := range goals {
+		if !ValidGoalID(g) {
+			continue
+		}
+		a, err := v.Agent(g, agent)
+		if err != nil {
+			return false, err
+		}
+		if a.Registered() {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -239,3 +239,84 @@ func TestGuardGoals(t *testing.T) {
 		t.Fatalf("got %v, %v; want [g h]", goals, err)
 	}
 }
+
+func TestCommitAgentTrailer(t *testing.T) {
+	cases := []struct {
+		name, msg string
+		agent     string
+		found     bool
+		code      Code
+	}{
+		{"none", "fix the lexer\n", "", false, ""},
+		{"subject only is never a trailer", "Loopx-Agent: agent-a\n", "", false, ""},
+		{"last paragraph", "fix\n\nbody text\n\nLoopx-Agent: agent-a\n", "agent-a", true, ""},
+		{"among other trailers", "fix\n\nSigned-off-by: A <a@x>\nLoopx-Agent: agent-b\nCo-authored-by: C <c@x>\n", "agent-b", true, ""},
+		{"key case-insensitive, blanks trimmed", "fix\n\nloopx-agent :  agent-a  \n", "agent-a", true, ""},
+		{"trailing blank lines", "fix\n\nLoopx-Agent: agent-a\n\n\n", "agent-a", true, ""},
+		{"CRLF", "fix\r\n\r\nLoopx-Agent: agent-a\r\n", "agent-a", true, ""},
+		{"not in the last paragraph", "fix\n\nLoopx-Agent: agent-a\n\nmore text\n", "", false, ""},
+		{"a continuation line is not a key", "fix\n\nNote: x\n Loopx-Agent: agent-a\n", "", false, ""},
+		{"repeated, same agent", "fix\n\nLoopx-Agent: agent-a\nLoopx-Agent: agent-a\n", "agent-a", true, ""},
+		{"two agents", "fix\n\nLoopx-Agent: agent-a\nLoopx-Agent: agent-b\n", "", false, CodeInvalidAgentID},
+		{"not an agent id", "fix\n\nLoopx-Agent: Agent A\n", "", false, CodeInvalidAgentID},
+		{"empty value", "fix\n\nLoopx-Agent:\n", "", false, CodeInvalidAgentID},
+		{"other key with the prefix", "fix\n\nLoopx-Agent-Id: agent-a\n", "", false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, found, err := CommitAgentTrailer(c.msg)
+			if c.code != "" {
+				if e, ok := AsError(err); !ok || e.Code != c.code {
+					t.Fatalf("err = %v, want %s", err, c.code)
+				}
+				return
+			}
+			if err != nil || a != c.agent || found != c.found {
+				t.Fatalf("= %q %v %v, want %q %v", a, found, err, c.agent, c.found)
+			}
+		})
+	}
+}
+
+func TestCommitAgent(t *testing.T) {
+	f := newGD()
+	f.goal("g", "agent-a")
+	f.goal("h")
+	f.agent("h", "agent-gone", AgentUnregistered)
+	v := NewView(f.files, "rev", gdT0)
+	trailer := "fix\n\nLoopx-Agent: agent-t\n"
+	cases := []struct {
+		name, msg, email, configured string
+		nilView                      bool
+		agent, from                  string
+		code                         Code
+	}{
+		{"trailer first", trailer, "agent-a@x", "agent-c", false, "agent-t", AgentFromTrailer, ""},
+		{"configured next", "fix\n", "agent-a@x", "agent-c", false, "agent-c", "git_config", ""},
+		{"author e-mail of a registered agent", "fix\n", "agent-a@loopx.invalid", "", false, "agent-a", AgentFromAuthorEmail, ""},
+		{"author e-mail of an unknown agent", "fix\n", "someone@example.com", "", false, "", AgentFromNone, ""},
+		{"author e-mail of an unregistered agent", "fix\n", "agent-gone@x", "", false, "", AgentFromNone, ""},
+		{"author e-mail that is no agent id", "fix\n", "Some.One+x@example.com", "", false, "", AgentFromNone, ""},
+		{"no store at that time", "fix\n", "agent-a@x", "", true, "", AgentFromNone, ""},
+		{"bad trailer refused", "fix\n\nLoopx-Agent: A B\n", "agent-a@x", "agent-c", false, "", "", CodeInvalidAgentID},
+		{"bad configured id refused", "fix\n", "agent-a@x", "Bad Id", false, "", "", CodeInvalidAgentID},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vv := v
+			if c.nilView {
+				vv = nil
+			}
+			a, from, err := CommitAgent(vv, c.msg, c.email, c.configured, "git_config")
+			if c.code != "" {
+				if e, ok := AsError(err); !ok || e.Code != c.code {
+					t.Fatalf("err = %v, want %s", err, c.code)
+				}
+				return
+			}
+			if err != nil || a != c.agent || from != c.from {
+				t.Fatalf("= %q %q %v, want %q %q", a, from, err, c.agent, c.from)
+			}
+		})
+	}
+}

@@ -77,6 +77,10 @@ type Agent struct {
 	Registration int64     `yaml:"registration,omitempty" json:"registration"`
 	RegisteredAt time.Time `yaml:"registered_at" json:"registered_at"`
 	UpdatedAt    time.Time `yaml:"updated_at" json:"updated_at"`
+	// SigningKey is the agent's SSH public key for signed commits, in
+	// authorized_keys format without a comment ("ssh-ed25519 AAAA..."), or
+	// "" (see CheckSigningKey).
+	SigningKey string `yaml:"signing_key,omitempty" json:"signing_key,omitempty"`
 }
 
 // MarshalJSON shows an agent in results: lifecycle_authority is [] when the
@@ -241,6 +245,15 @@ func (a *Agent) Validate() error {
 	}
 	if err := oneOf("status", a.Status, AgentRegistered, AgentUnregistered); err != nil {
 		return err
+	}
+	if a.SigningKey != "" {
+		norm, err := NormalizeSigningKey(a.SigningKey)
+		if err != nil {
+			return fmt.Errorf("signing_key: %v", err)
+		}
+		if norm != a.SigningKey {
+			return fmt.Errorf("signing_key: not in the normal form %q", norm)
+		}
 	}
 	return checkAll("lifecycle_authority", a.LifecycleAuthority, func(s string) bool { return slices.Contains(LifecycleAuthorities, s) })
 }

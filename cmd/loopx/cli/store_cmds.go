@@ -111,19 +111,31 @@ func goalCmd(e *env) *cobra.Command {
 func agentCmd(e *env) *cobra.Command {
 	c := &cobra.Command{Use: "agent", Short: "Register, unregister and list the agents of a goal"}
 	var req lease.RegisterRequest
-	var authority string
+	var authority, keyFile string
 	register := &cobra.Command{
 		Use:   "register",
 		Short: "Register an agent in a goal",
 		Example: "  loopx agent register --agent-id agent-a\n" +
-			"  loopx agent register --agent-id lead --role orchestrator --lifecycle-authority complete,reassign --requires-reason",
+			"  loopx agent register --agent-id lead --role orchestrator --lifecycle-authority complete,reassign --requires-reason\n" +
+			"  loopx agent register --agent-id agent-a --signing-key ~/.ssh/id_ed25519.pub",
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
 			req.LifecycleAuthority = splitList(authority)
+			if c.Flags().Changed("signing-key") {
+				data, err := os.ReadFile(keyFile)
+				if err != nil {
+					return lease.Errorf(lease.CodeInvalidRequest, "--signing-key: cannot read %s: %v", keyFile, err).With("field", "signing_key")
+				}
+				if strings.TrimSpace(string(data)) == "" {
+					return lease.Errorf(lease.CodeInvalidRequest, "--signing-key: %s is empty", keyFile).With("field", "signing_key")
+				}
+				req.SigningKey = string(data)
+			}
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.RegisterAgent(req) })
 		},
 	}
+	register.Flags().StringVar(&keyFile, "signing-key", "", "the agent's SSH public key file (FILE.pub: ed25519, or ECDSA, RSA >= 2048 bits), for signed commits")
 	register.Flags().StringVar(&req.Agent, "agent-id", "", "agent id")
 	register.Flags().StringVar(&req.Role, "role", lease.RoleAgent, "agent or orchestrator")
 	register.Flags().StringVar(&authority, "lifecycle-authority", "", "comma-separated: complete,update,supersede,reassign (orchestrators)")

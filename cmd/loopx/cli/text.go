@@ -495,10 +495,16 @@ func agentsText(w io.Writer, m map[string]any) {
 		fmt.Fprintf(w, "no agents in goal %s\n", str(m["goal_id"]))
 		return
 	}
-	rows := [][]string{{"AGENT", "STATUS", "ROLE"}}
+	rows := [][]string{{"AGENT", "STATUS", "ROLE", "SIGNING KEY"}}
 	for _, x := range agents {
 		a := obj(x)
-		rows = append(rows, []string{str(a["agent_id"]), str(a["status"]), agentRole(a)})
+		key := str(a["signing_key"])
+		if key == "" {
+			key = "-"
+		} else if typ, body, ok := strings.Cut(key, " "); ok && len(body) > 12 {
+			key = typ + " …" + body[len(body)-12:]
+		}
+		rows = append(rows, []string{str(a["agent_id"]), str(a["status"]), agentRole(a), key})
 	}
 	table(w, "", rows)
 }

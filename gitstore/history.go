@@ -1,0 +1,325 @@
+package gitstore
+
+// The history side of the repository, used by `loopx guard check --range`
+// and the pre-push guard: which commits a range holds (git's own rev-list,
+// so A..B, --not --remotes and every revision syntax mean what they mean to
+// git), what one commit records (its committer time, author, message) and
+// which paths it changed, and the committer times along the state ref's
+// first-parent history.
+//
+// Paths a commit changed (ChangedPaths), decided where git is silent:
+//   - against its only parent: every path whose entry differs (content,
+//     mode, or kind: a file, a symlink, a submodule), as `git diff-tree -r`
+//     lists them; a rename counts as its deletion and its addition;
+//   - a root commit: every path it records;
+//   - a merge: the paths that differ from every parent, the paths `git
+//     diff-tree -c` (combined) lists: what the merge itself wrote when it
+//     resolved conflicts or edited the result. Paths it took unchanged from
+//     one side are that side's commits' changes, checked as those commits.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// ErrUnknownRevision is returned (wrapped, naming the revision) by
+// ResolveCommit for a revision that names no commit.
+var ErrUnknownRevision = errors.New("unknown revision")
+
+// CommitFacts is what one commit records, besides its tree.
+type CommitFacts struct {
+	Hash                    Hash
+	Parents                 []Hash
+	AuthorName, AuthorEmail string
+	AuthorTime              time.Time
+	CommitterTime           time.Time
+	Message                 string
+}
+
+// ReadCommitFacts reads commit h.
+func (s *Store) ReadCommitFacts(h Hash) (*CommitFacts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	c, err := s.readCommit(h)
+	if err != nil {
+		return nil, err
+	}
+	return &CommitFacts{Hash: h, Parents: c.parents, AuthorName: c.author.Name, AuthorEmail: c.author.Email,
+		AuthorTime: c.author.When, CommitterTime: c.committer.When, Message: c.message}, nil
+}
+
+// ResolveCommit returns the commit that rev names, as git resolves it (a
+// hash, a branch, a remote-tracking branch, HEAD~2, a tag peeled to its
+// commit). A revision that names no commit is ErrUnknownRevision; one
+// starting with '-' is never passed to git.
+func (s *Store) ResolveCommit(rev string) (Hash, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n") {
+		return ZeroHash, fmt.Errorf("gitstore: %q: %w", rev, ErrUnknownRevision)
+	}
+	cmd := exec.Command("git", "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	cmd.Dir = firstNonEmpty(s.workDir, s.gitDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return ZeroHash, fmt.Errorf("gitstore: %q: %w", rev, ErrUnknownRevision)
+		}
+		return ZeroHash, fmt.Errorf("gitstore: git rev-parse %s: %w: %s", rev, err, strings.TrimSpace(stderr.String()))
+	}
+	h := strings.TrimSpace(string(out))
+	if !isHexHash(h) {
+		return ZeroHash, fmt.Errorf("gitstore: git rev-parse %s printed %q", rev, truncate(h, 80))
+	}
+	return ParseHash(h), nil
+}
+
+// HasCommit reports whether h names a commit present in the repository.
+func (s *Store) HasCommit(h Hash) bool {
+	if h.IsZero() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	_, err := s.readCommit(h)
+	return err == nil
+}
+
+// RevList returns the commits reachable from include and from none of
+// exclude (nor, with notRemoteTracking, from any remote-tracking branch,
+// refs/remotes/*): git's `rev-list INCLUDE... ^EXCLUDE... [--not
+// --remotes]`. They come parents first (topological order, oldest first),
+// as they would be replayed.
+func (s *Store) RevList(include, exclude []Hash, notRemoteTracking bool) ([]Hash, error) {
+	if len(include) == 0 {
+		return nil, nil
+	}
+	args := []string{"rev-list", "--topo-order", "--reverse"}
+	for _, h := range include {
+		args = append(args, h.String())
+	}
+	for _, h := range exclude {
+		args = append(args, "^"+h.String())
+	}
+	if notRemoteTracking {
+		args = append(args, "--not", "--remotes")
+	}
+	out, err := s.gitOut(args...)
+	if err != nil {
+		return nil, err
+	}
+	var hs []Hash
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if !isHexHash(line) {
+			return nil, fmt.Errorf("gitstore: git rev-list printed %q", truncate(line, 80))
+		}
+		hs = append(hs, ParseHash(line))
+	}
+	return hs, nil
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ChangedPaths returns the paths (slash-separated, sorted) commit h changed
+// (see the file comment: its parent, a root commit, a merge).
+func (s *Store) ChangedPaths(h Hash) ([]string, error) {
+	facts, err := s.ReadCommitFacts(h)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := s.commitTree(h)
+	if err != nil {
+		return nil, err
+	}
+	parents := facts.Parents
+	if len(parents) == 0 {
+		parents = []Hash{ZeroHash}
+	}
+	var common []string
+	for i, p := range parents {
+		var base Hash
+		if !p.IsZero() {
+			if base, err = s.commitTree(p); err != nil {
+				return nil, err
+			}
+		}
+		var paths []string
+		if err := s.changedEntries("", base, tree, func(p string) { paths = append(paths, p) }); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			common = paths
+			continue
+		}
+		// Keep the paths that differ from this parent too (both sorted).
+		var keep []string
+		for a, b := 0, 0; a < len(common) && b < len(paths); {
+			switch {
+			case common[a] < paths[b]:
+				a++
+			case common[a] > paths[b]:
+				b++
+			default:
+				keep = append(keep, common[a])
+				a, b = a+1, b+1
+			}
+		}
+		common = keep
+	}
+	return common, nil
+}
+
+func (s *Store) commitTree(h Hash) (Hash, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+	c, err := s.readCommit(h)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return c.tree, nil
+}
+
+// changedEntries reports, in sorted order, every non-tree path whose entry
+// (mode and name) differs between trees a and b (ZeroHash: empty).
+func (s *Store) changedEntries(prefix string, a, b Hash, add func(string)) error {
+	if a == b {
+		return nil
+	}
+	ta, err := s.loadTreeUnlocked(a)
+	if err != nil {
+		return err
+	}
+	tb, err := s.loadTreeUnlocked(b)
+	if err != nil {
+		return err
+	}
+	join := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "/" + name
+	}
+	// Merge the two entry lists on (name, is a directory), as diffTrees
+	// does. A file and a directory of the same name are two entries; paths
+	// come out sorted because a directory sorts as its name plus '/'.
+	ea, eb := ta.entries, tb.entries
+	for len(ea) > 0 || len(eb) > 0 {
+		var x, y *treeEntry
+		switch {
+		case len(eb) == 0:
+			x = &ea[0]
+		case len(ea) == 0:
+			y = &eb[0]
+		case gitLess(ea[0].name, ea[0].isDir(), eb[0].name, eb[0].isDir()):
+			x = &ea[0]
+		case gitLess(eb[0].name, eb[0].isDir(), ea[0].name, ea[0].isDir()):
+			y = &eb[0]
+		default:
+			x, y = &ea[0], &eb[0]
+		}
+		var name string
+		if x != nil {
+			ea, name = ea[1:], x.name
+		}
+		if y != nil {
+			eb, name = eb[1:], y.name
+		}
+		if (x != nil && x.isDir()) || (y != nil && y.isDir()) {
+			var ha, hb Hash
+			if x != nil {
+				ha = x.hash
+			}
+			if y != nil {
+				hb = y.hash
+			}
+			if err := s.changedEntries(join(name), ha, hb, add); err != nil {
+				return err
+			}
+			continue
+		}
+		if x == nil || y == nil || x.hash != y.hash || x.mode != y.mode {
+			add(join(name))
+		}
+	}
+	return nil
+}
+
+// FirstParentTimes calls fn for from and its first-parent ancestors,
+// newest first, with each commit's committer time, until fn returns false
+// or an error, or the root commit is reached. It reads one commit at a
+// time.
+func (s *Store) FirstParentTimes(from Hash, fn func(h Hash, committed time.Time) (bool, error)) error {
+	for h := from; !h.IsZero(); {
+		s.mu.Lock()
+		var c *commitData
+		err := errClosed
+		if !s.closed {
+			c, err = s.readCommit(h)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		more, err := fn(h, c.committer.When)
+		if err != nil || !more {
+			return err
+		}
+		h = ZeroHash
+		if len(c.parents) > 0 {
+			h = c.parents[0]
+		}
+	}
+	return nil
+}
+
+// DirHash returns the name of the tree at dir ("" is the root) in the
+// snapshot, ZeroHash when there is no directory there. Two snapshots with
+// the same DirHash hold the same files under dir, so a caller can reuse
+// what it derived from one for the other.
+func (sn *Snapshot) DirHash(dir string) (Hash, error) {
+	if err := validateDir(dir); err != nil {
+		return ZeroHash, err
+	}
+	if sn.tree.IsZero() {
+		return ZeroHash, nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, errClosed
+	}
+	e, found, err := s.lookup(sn.tree, splitPath(dir))
+	if err != nil || !found || !e.isDir() {
+		return ZeroHash, err
+	}
+	return e.hash, nil
+}

@@ -1,0 +1,210 @@
+package gitstore
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeFileT writes a file of the working tree at dir.
+func writeFileT(t *testing.T, dir, name, data string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangedPathsMatchesGit compares ChangedPaths with `git diff-tree -r
+// --no-renames` (combined, -c, for merges) on commits of every kind.
+func TestChangedPathsMatchesGit(t *testing.T) {
+	dir := newRepo(t)
+	git := func(args ...string) string { return runGitT(t, dir, args...) }
+	var commits []string
+	commit := func(msg string) {
+		git("add", "-A")
+		git("commit", "-q", "--allow-empty", "-m", msg)
+		commits = append(commits, git("rev-parse", "HEAD"))
+	}
+	commits = append(commits, git("rev-parse", "HEAD")) // root
+	writeFileT(t, dir, "src/a.go", "a\n", 0o644)
+	writeFileT(t, dir, "src/deep/b.go", "b\n", 0o644)
+	writeFileT(t, dir, "docs/x.md", "x\n", 0o644)
+	commit("add")
+	writeFileT(t, dir, "src/a.go", "a2\n", 0o644)
+	commit("modify")
+	writeFileT(t, dir, "src/a.go", "a2\n", 0o755)
+	commit("mode only")
+	if err := os.Rename(filepath.Join(dir, "src/deep/b.go"), filepath.Join(dir, "src/deep/c.go")); err != nil {
+		t.Fatal(err)
+	}
+	commit("rename")
+	if err := os.Symlink("a.go", filepath.Join(dir, "src/link")); err != nil {
+		t.Fatal(err)
+	}
+	commit("symlink")
+	os.RemoveAll(filepath.Join(dir, "docs"))
+	writeFileT(t, dir, "docs", "now a file\n", 0o644)
+	commit("dir becomes a file")
+	commit("empty")
+	// A clean merge and a merge that edits a path itself.
+	git("checkout", "-q", "-b", "side", "HEAD~2")
+	writeFileT(t, dir, "side.txt", "s\n", 0o644)
+	writeFileT(t, dir, "src/a.go", "side\n", 0o644)
+	commit("side")
+	git("checkout", "-q", "main")
+	git("merge", "-q", "--no-ff", "--no-edit", "-X", "ours", "side")
+	commits = append(commits, git("rev-parse", "HEAD"))
+	git("reset", "-q", "--hard", "HEAD~1")
+	git("merge", "-q", "--no-ff", "--no-commit", "-X", "ours", "side")
+	writeFileT(t, dir, "src/a.go", "resolved by hand\n", 0o644)
+	writeFileT(t, dir, "merge-only.txt", "m\n", 0o644)
+	git("add", "-A")
+	git("commit", "-q", "--no-edit")
+	commits = append(commits, git("rev-parse", "HEAD"))
+
+	s := openT(t, dir, Options{})
+	for _, c := range commits {
+		args := []string{"diff-tree", "-r", "--root", "--no-renames", "--name-only", "--no-commit-id"}
+		if parents := strings.Fields(git("rev-list", "--parents", "-n1", c)); len(parents) > 2 {
+			args = append(args, "-c")
+		}
+		var want []string
+		for _, p := range strings.Split(git(append(args, c)...), "\n") {
+			if p != "" {
+				want = append(want, p)
+			}
+		}
+		slices.Sort(want)
+		got, err := s.ChangedPaths(ParseHash(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (%s): ChangedPaths = %q, git diff-tree = %q", c[:12], git("log", "-1", "--format=%s", c), got, want)
+		}
+	}
+}
+
+func TestRevListAndResolve(t *testing.T) {
+	dir := newRepo(t)
+	git := func(args ...string) string { return runGitT(t, dir, args...) }
+	base := git("rev-parse", "HEAD")
+	git("commit", "-q", "--allow-empty", "-m", "one")
+	one := git("rev-parse", "HEAD")
+	git("commit", "-q", "--allow-empty", "-m", "two")
+	two := git("rev-parse", "HEAD")
+	s := openT(t, dir, Options{})
+
+	h, err := s.ResolveCommit("main~1")
+	if err != nil || h.String() != one {
+		t.Fatalf("ResolveCommit(main~1) = %s, %v; want %s", h, err, one)
+	}
+	for _, bad := range []string{"nope", "", "--all", "main\nHEAD", base + "^{tree}x"} {
+		if _, err := s.ResolveCommit(bad); !errors.Is(err, ErrUnknownRevision) {
+			t.Errorf("ResolveCommit(%q) = %v, want ErrUnknownRevision", bad, err)
+		}
+	}
+	got, err := s.RevList([]Hash{ParseHash(two)}, []Hash{ParseHash(base)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].String() != one || got[1].String() != two {
+		t.Fatalf("RevList = %v, want [%s %s] (oldest first)", got, one, two)
+	}
+	// --not --remotes: a remote-tracking ref at one hides base and one.
+	git("update-ref", "refs/remotes/origin/main", one)
+	got, err = s.RevList([]Hash{ParseHash(two)}, nil, true)
+	if err != nil || len(got) != 1 || got[0].String() != two {
+		t.Fatalf("RevList not remotes = %v, %v; want [%s]", got, err, two)
+	}
+	if s.HasCommit(ParseHash(strings.Repeat("ab", 20))) || !s.HasCommit(ParseHash(two)) {
+		t.Fatal("HasCommit is wrong")
+	}
+}
+
+func TestFirstParentTimes(t *testing.T) {
+	dir := newRepo(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := 0; i < 4; i++ {
+		// Author and committer times differ: the committer's is reported.
+		cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "c")
+		cmd.Dir = dir
+		cmd.Env = append(gitEnvTest(),
+			"GIT_AUTHOR_DATE="+t0.Add(-time.Duration(i)*time.Hour).Format(time.RFC3339),
+			"GIT_COMMITTER_DATE="+t0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		want = append([]string{runGitT(t, dir, "rev-parse", "HEAD")}, want...)
+	}
+	s := openT(t, dir, Options{})
+	var got []string
+	var times []time.Time
+	err := s.FirstParentTimes(ParseHash(want[0]), func(h Hash, when time.Time) (bool, error) {
+		got = append(got, h.String())
+		times = append(times, when)
+		return len(got) < 3, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want[:3]) {
+		t.Fatalf("walk = %v, want %v", got, want[:3])
+	}
+	for i, w := range times {
+		if !w.Equal(t0.Add(time.Duration(3-i) * time.Hour)) {
+			t.Fatalf("time %d = %v, want the committer time %v", i, w, t0.Add(time.Duration(3-i)*time.Hour))
+		}
+	}
+}
+
+// TestDirHash: the tree name of a folder changes exactly when a file under
+// it does.
+func TestDirHash(t *testing.T) {
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	c1 := commitT(t, s, put("goals/g/leases/00/a.yaml", "a"), put("goals/g/todos/00/a.yaml", "t"))
+	c2 := commitT(t, s, put("goals/g/todos/00/a.yaml", "t2"))
+	c3 := commitT(t, s, put("goals/g/leases/00/a.yaml", "a2"))
+	hash := func(rev Hash, d string) Hash {
+		sn, err := s.Snapshot(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := sn.DirHash(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h1, h2 := hash(c1, "goals/g/leases"), hash(c2, "goals/g/leases"); h1.IsZero() || h1 != h2 {
+		t.Fatalf("untouched folder: %s, %s", h1, h2)
+	}
+	if hash(c2, "goals/g/leases") == hash(c3, "goals/g/leases") {
+		t.Fatal("a changed file left its folder's hash alone")
+	}
+	if want := runGitT(t, dir, "rev-parse", c3.String()+":goals/g/leases"); hash(c3, "goals/g/leases").String() != want {
+		t.Fatalf("DirHash is not git's tree name %s", want)
+	}
+	for _, d := range []string{"goals/h", "goals/g/leases/00/a.yaml"} {
+		if h := hash(c3, d); !h.IsZero() {
+			t.Fatalf("DirHash(%s) = %s, want zero (missing, or a file)", d, h)
+		}
+	}
+	if h := hash(ZeroHash, "goals"); !h.IsZero() {
+		t.Fatal("empty snapshot")
+	}
+}
