@@ -217,6 +217,9 @@ type InitOptions struct {
 	DefaultGoal  string
 	// MaxClockSkewSeconds sets the store's clock-skew bound (0: keep).
 	MaxClockSkewSeconds int64
+	// Force lets init start a store on Ref when the repository's store is
+	// on another ref (which is kept, not deleted).
+	Force bool
 }
 
 // InitData is the result of init.
@@ -249,6 +252,9 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer s.Close()
+	if err := s.checkInitRef(in); err != nil {
+		return nil, err
+	}
 	action, err := s.initRemote(&in)
 	if err != nil {
 		return nil, mapErr(err)
@@ -311,4 +317,71 @@ func mapErr(err error) error {
 		return lease.Errorf(lease.CodeStoreConflict, "the state ref kept changing during the write: retry with the same arguments")
 	}
 	return err
+}
+
+// checkInitRef refuses to point the store at code: a branch some working
+// tree has checked out (its next `git commit` would move the store's ref,
+// and loopx would rewrite the branch), or a ref whose history loopx did not
+// make; and, without Force, a second store on another ref than the one the
+// repository's store is on (it would be abandoned, silently).
+func (s *Store) checkInitRef(in InitOptions) error {
+	ref := in.Ref
+	if strings.HasPrefix(ref, "refs/heads/") {
+		trees, err := s.git.CheckedOutIn(ref)
+		if err != nil {
+			return mapErr(err)
+		}
+		if len(trees) > 0 {
+			return lease.Errorf(lease.CodeInvalidRequest, "%s is checked out in %s: a `git commit` there would move the store's ref, and loopx would commit onto the branch; choose a ref no working tree has checked out (the default is %s)",
+				ref, strings.Join(trees, ", "), DefaultRef).With("field", "ref").With("worktrees", trees)
+		}
+	}
+	if c, ok, err := s.git.HeadCommit(ref); err != nil {
+		return mapErr(err)
+	} else if ok {
+		if _, loopxMade := lease.ParseMessage(c.Message); !loopxMade {
+			subject, _, _ := strings.Cut(c.Message, "\n")
+			return lease.Errorf(lease.CodeInvalidRequest, "%s holds history loopx did not make (head %s %q): init will not put a store on it; choose another ref",
+				ref, c.Hash.String()[:12], subject).With("field", "ref")
+		}
+	}
+	if in.Force {
+		return nil
+	}
+	current := DefaultRef
+	regPath := in.RegistryFile
+	if regPath == "" && s.git.WorkDir() != "" {
+		regPath = filepath.Join(s.git.WorkDir(), DefaultRegistryPath)
+	}
+	if regPath != "" {
+		if reg, err := readRegistry(regPath); err == nil && reg.Ref != "" {
+			current = reg.Ref
+		}
+	}
+	if current == ref {
+		return nil
+	}
+	c, ok, err := s.git.HeadCommit(current)
+	if err != nil || !ok {
+		return mapErr(err)
+	}
+	n := 0
+	_ = s.git.Log(c.Hash, func(gitstore.CommitMeta) (bool, error) { n++; return n < 1_000_000, nil })
+	return lease.Errorf(lease.CodeInvalidRequest, "this repository's store is on %s (%d commits, head %s): init --ref %s would abandon it; run again with --force to start a new store on %s (%s is kept)",
+		current, n, c.Hash.String()[:12], ref, ref, current).With("field", "ref").With("current_ref", current).With("commits", n)
+}
+
+// HasStore reports whether the folder holds (or is inside) a repository
+// with a loopx store: a registry file or the default state ref.
+func HasStore(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, DefaultRegistryPath)); err == nil {
+		return true
+	}
+	g, err := gitstore.Open(dir, gitstore.Options{})
+	if err != nil {
+		return false
+	}
+	defer g.Close()
+	h, err := g.Head()
+	return err == nil && !h.IsZero()
 }

@@ -79,9 +79,9 @@ func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
 	return s.Apply(lease.CallOf(req))
 }
 
-// UnregisterAgent unregisters an agent.
-func (s *Store) UnregisterAgent(goal, agent string) (*Result, error) {
-	return s.Apply(lease.CallOf(lease.UnregisterRequest{Goal: goal, Agent: agent}))
+// UnregisterAgent unregisters an agent (itself, or By an orchestrator).
+func (s *Store) UnregisterAgent(req lease.UnregisterRequest) (*Result, error) {
+	return s.Apply(lease.CallOf(req))
 }
 
 // ListAgents lists a goal's agent registrations (all, with status).

@@ -204,3 +204,49 @@ func writeHook(path, content string) error {
 	}
 	return os.Chmod(path, 0o755) // the umask may have dropped the x bits
 }
+
+// CheckedOutIn lists the working trees (the main one and every linked
+// worktree) whose HEAD is the symbolic ref ref: a branch a `git commit`
+// there would move.
+func (s *Store) CheckedOutIn(ref string) ([]string, error) {
+	type head struct{ file, tree string }
+	var heads []head
+	if s.workDir != "" {
+		heads = append(heads, head{filepath.Join(s.commonDir, "HEAD"), filepath.Dir(s.commonDir)})
+	}
+	entries, err := os.ReadDir(filepath.Join(s.commonDir, "worktrees"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("gitstore: %w", err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(s.commonDir, "worktrees", e.Name())
+		tree := dir
+		if b, err := os.ReadFile(filepath.Join(dir, "gitdir")); err == nil {
+			tree = filepath.Dir(strings.TrimSpace(string(b)))
+		}
+		heads = append(heads, head{filepath.Join(dir, "HEAD"), tree})
+	}
+	var out []string
+	for _, h := range heads {
+		b, err := os.ReadFile(h.file)
+		if err != nil {
+			continue
+		}
+		if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok && target == ref {
+			out = append(out, h.tree)
+		}
+	}
+	return out, nil
+}
+
+// HeadCommit returns the commit ref names and its metadata (ok false when
+// the ref is absent).
+func (s *Store) HeadCommit(ref string) (CommitMeta, bool, error) {
+	h, err := s.ReadRef(ref)
+	if err != nil || h.IsZero() {
+		return CommitMeta{}, false, err
+	}
+	var out CommitMeta
+	err = s.Log(h, func(c CommitMeta) (bool, error) { out = c; return false, nil })
+	return out, err == nil, err
+}

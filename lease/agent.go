@@ -27,6 +27,9 @@ type RegisterRequest struct {
 type UnregisterRequest struct {
 	Goal  string `json:"goal_id,omitempty" desc:"goal id (default: the store's default goal)"`
 	Agent string `json:"agent_id,omitempty" desc:"the agent to unregister" required:"true"`
+	// By is who does it: the agent itself (empty or its own id), or a
+	// registered orchestrator.
+	By string `json:"by_agent_id,omitempty" desc:"who unregisters it when not the agent itself: a registered orchestrator"`
 }
 
 // AgentData is the result of agent commands.
@@ -70,17 +73,23 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 	if err != nil {
 		return nil, err
 	}
+	auth := slices.Clone(req.LifecycleAuthority)
+	slices.Sort(auth)
+	auth = slices.Compact(auth)
 	if old.Registered() {
-		return nil, Errorf(CodeAgentExists, "agent %s is already registered in goal %s", req.Agent, req.Goal).With("agent_id", req.Agent)
+		if old.Role == req.Role && slices.Equal(old.LifecycleAuthority, auth) && old.RequiresReason == req.RequiresReason && old.SigningKey == key {
+			// The same registration again (a retry after a lost answer):
+			// a replay, not a second registration.
+			return &Outcome{Operation: OpAgentRegister, Status: StatusReplayed, Goal: req.Goal, Actor: req.Agent,
+				Data: AgentData{GoalID: req.Goal, AgentID: old.ID, Agent: old}}, nil
+		}
+		return nil, Errorf(CodeAgentExists, "agent %s is already registered in goal %s (with other facts)", req.Agent, req.Goal).With("agent_id", req.Agent)
 	}
 	if key != "" {
 		if err := signingKeyFree(v, req.Agent, key); err != nil {
 			return nil, err
 		}
 	}
-	auth := slices.Clone(req.LifecycleAuthority)
-	slices.Sort(auth)
-	auth = slices.Compact(auth)
 	a := &Agent{ID: req.Agent, Role: req.Role, LifecycleAuthority: auth, RequiresReason: req.RequiresReason,
 		Status: AgentRegistered, Registration: 1, RegisteredAt: now, UpdatedAt: now, SigningKey: key}
 	if old != nil {
@@ -92,23 +101,53 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 }
 
 // UnregisterAgent marks a registered agent unregistered. Its leases stop
-// being effective; its records stay for history.
+// being effective; its records stay for history. It is done by the agent
+// itself, or by a registered orchestrator named in By (anyone else:
+// authority_required); the audit trail records who. An agent already
+// unregistered is no_change (a retry after a lost answer).
 func UnregisterAgent(v *View, req UnregisterRequest, now time.Time) (*Outcome, error) {
 	goal, agent := req.Goal, req.Agent
 	if err := CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
+	by := req.By
+	if by == "" {
+		by = agent
+	}
+	if err := CheckAgentID("by agent id", by); err != nil {
+		return nil, err
+	}
 	if _, err := RequireActiveGoal(v, goal); err != nil {
 		return nil, err
 	}
-	a, err := RequireAgent(v, goal, "agent id", agent)
+	o := &Outcome{Operation: OpAgentUnregister, Status: StatusApplied, Goal: goal, Actor: by}
+	if by != agent {
+		doer, err := RequireAgent(v, goal, "by agent id", by)
+		if err != nil {
+			return nil, err
+		}
+		if doer.Role != RoleOrchestrator {
+			return nil, Errorf(CodeAuthorityRequired, "only the agent itself or a registered orchestrator unregisters %s; %s is a %s", agent, by, doer.Role)
+		}
+		o.TargetAgent = agent
+	}
+	a, err := v.Agent(goal, agent)
 	if err != nil {
+		return nil, err
+	}
+	if a != nil && !a.Registered() {
+		o.Status = StatusNoChange
+		o.Data = AgentData{GoalID: goal, AgentID: a.ID, Agent: a}
+		return o, nil
+	}
+	if a, err = RequireAgent(v, goal, "agent id", agent); err != nil {
 		return nil, err
 	}
 	a.Status, a.UpdatedAt = AgentUnregistered, now
 	v.PutAgent(goal, a)
-	return &Outcome{Operation: OpAgentUnregister, Status: StatusApplied, Goal: goal, Actor: agent,
-		Write: true, BoardChanged: true, Data: AgentData{GoalID: goal, AgentID: a.ID, Agent: a}}, nil
+	o.Write, o.BoardChanged = true, true
+	o.Data = AgentData{GoalID: goal, AgentID: a.ID, Agent: a}
+	return o, nil
 }
 
 // RegisteredAgents lists the goal's registered agents.

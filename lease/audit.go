@@ -11,13 +11,26 @@ import (
 // result fields printed to the caller.
 type Outcome struct {
 	Operation string // e.g. "task-lease.acquire", "todo.add"
-	Status    string // applied | replayed | no_change
-	Goal      string
-	Todo      string
-	Actor     string
-	Version   int64 // lease version after the operation (0: none)
-	Epoch     int64 // lease epoch after the operation (0: none)
-	ReceiptID string
+	// Audit, when set, is what the audit trail calls this decision instead
+	// of Operation (todo.reassign for an update that moved a claim).
+	Audit string
+	// PreviousHolder is the claim holder a claim change replaced (also an
+	// expired one), recorded as Loopx-Previous-Holder.
+	PreviousHolder string
+	// NewOwner is a transfer's receiver and ClaimMoved whether its claim
+	// moved with it (Loopx-New-Owner, Loopx-Claim-Moved).
+	NewOwner   string
+	ClaimMoved bool
+	// TargetAgent is the agent an agent operation acted on when another
+	// agent did it (agent unregister --by): Loopx-Target-Agent.
+	TargetAgent string
+	Status      string // applied | replayed | no_change
+	Goal        string
+	Todo        string
+	Actor       string
+	Version     int64 // lease version after the operation (0: none)
+	Epoch       int64 // lease epoch after the operation (0: none)
+	ReceiptID   string
 	// Write is false when the decision changed nothing and no commit is made
 	// (a replay, or a no_change that needs no durable receipt).
 	Write bool
@@ -59,16 +72,30 @@ const (
 	TrailerProjectionOf = "Loopx-Projection-Of"
 	TrailerReason       = "Loopx-Authority-Reason"
 	TrailerRequest      = "Loopx-Request"
+	TrailerPrevious     = "Loopx-Previous-Holder"
+	TrailerNewOwner     = "Loopx-New-Owner"
+	TrailerClaimMoved   = "Loopx-Claim-Moved"
+	TrailerTargetAgent  = "Loopx-Target-Agent"
 )
+
+// AuditName is the operation the audit trail names.
+func (o *Outcome) AuditName() string {
+	if o.Audit != "" {
+		return o.Audit
+	}
+	return o.Operation
+}
 
 // Subject is the readable first line of the commit:
 // "task-lease acquire g/todo_x by agent-a: v1 e1".
 func (o *Outcome) Subject() string {
 	var b strings.Builder
-	b.WriteString(strings.Replace(o.Operation, ".", " ", 1))
+	b.WriteString(strings.Replace(o.AuditName(), ".", " ", 1))
 	target := o.Goal
 	if o.Todo != "" {
 		target += "/" + o.Todo
+	} else if o.TargetAgent != "" {
+		target += "/" + o.TargetAgent
 	}
 	if target != "" {
 		b.WriteString(" " + target)
@@ -76,8 +103,16 @@ func (o *Outcome) Subject() string {
 	if o.Actor != "" {
 		b.WriteString(" by " + o.Actor)
 	}
+	if o.NewOwner != "" {
+		b.WriteString(" to " + o.NewOwner)
+	} else if o.PreviousHolder != "" && o.AuditName() == AuditReassign {
+		b.WriteString(" from " + o.PreviousHolder)
+	}
 	if o.Version > 0 || o.Epoch > 0 {
 		fmt.Fprintf(&b, ": v%d e%d", o.Version, o.Epoch)
+	}
+	if o.ClaimMoved {
+		b.WriteString(" (claim moved)")
 	}
 	if o.Status == StatusNoChange {
 		b.WriteString(" (no change)")
@@ -94,7 +129,7 @@ func (o *Outcome) Message() string {
 			b.WriteString(k + ": " + v + "\n")
 		}
 	}
-	add(TrailerOperation, o.Operation)
+	add(TrailerOperation, o.AuditName())
 	add(TrailerGoal, o.Goal)
 	add(TrailerTodo, o.Todo)
 	add(TrailerActor, o.Actor)
@@ -104,6 +139,12 @@ func (o *Outcome) Message() string {
 		add(TrailerEpoch, strconv.FormatInt(o.Epoch, 10))
 	}
 	add(TrailerReceipt, o.ReceiptID)
+	add(TrailerPrevious, o.PreviousHolder)
+	add(TrailerTargetAgent, o.TargetAgent)
+	if o.NewOwner != "" {
+		add(TrailerNewOwner, o.NewOwner)
+		add(TrailerClaimMoved, strconv.FormatBool(o.ClaimMoved))
+	}
 	add(TrailerReason, strings.Join(strings.Fields(o.AuthorityReason), " "))
 	add(TrailerRequest, o.Request)
 	return b.String()
@@ -131,6 +172,11 @@ type Entry struct {
 	Receipt      string `json:"receipt_id,omitempty"`
 	ProjectionOf string `json:"projection_of,omitempty"`
 	Reason       string `json:"authority_reason,omitempty"`
+	// PreviousHolder, NewOwner, ClaimMoved and TargetAgent: see Outcome.
+	PreviousHolder string `json:"previous_holder,omitempty"`
+	NewOwner       string `json:"new_owner,omitempty"`
+	ClaimMoved     *bool  `json:"claim_moved,omitempty"`
+	TargetAgent    string `json:"target_agent,omitempty"`
 }
 
 // ParseMessage reads the trailers of a commit message. ok is false when the
@@ -163,6 +209,15 @@ func ParseMessage(msg string) (e Entry, ok bool) {
 			e.ProjectionOf = v
 		case TrailerReason:
 			e.Reason = v
+		case TrailerPrevious:
+			e.PreviousHolder = v
+		case TrailerNewOwner:
+			e.NewOwner = v
+		case TrailerClaimMoved:
+			moved := v == "true"
+			e.ClaimMoved = &moved
+		case TrailerTargetAgent:
+			e.TargetAgent = v
 		}
 	}
 	return e, e.Operation != ""

@@ -234,6 +234,11 @@ func claim(v *View, req ClaimRequest, now time.Time) (*Outcome, error) {
 	o := &Outcome{Operation: OpTodoClaim, Status: StatusNoChange, Goal: req.Goal, Todo: t.ID, Actor: req.Actor}
 	if changed {
 		o.Status, o.Write = StatusApplied, true
+		if res.PreviousClaimExpired && res.PreviousClaimedBy != claimedBy {
+			// Another agent's expired claim taken over: its own entry in
+			// the audit trail, naming the previous holder.
+			o.Audit, o.PreviousHolder = AuditClaimTakeover, res.PreviousClaimedBy
+		}
 	}
 	if req.LeaseKey != "" {
 		acq, err := Acquire(v, AcquireRequest{Goal: req.Goal, Todo: t.ID, Owner: req.Actor, IdempotencyKey: req.LeaseKey,

@@ -60,8 +60,17 @@ func CreateGoal(v *View, req GoalCreateRequest, now time.Time) (*Outcome, error)
 	if err != nil {
 		return nil, err
 	}
+	title := req.Title
+	if title == "" {
+		title = req.Goal
+	}
 	if old != nil {
-		return nil, Errorf(CodeGoalExists, "goal %s already exists", req.Goal)
+		if old.Title == title && old.HandoffMode == req.HandoffMode && old.CreatedBy == req.Actor {
+			// The same goal created again (a retry): a replay.
+			return &Outcome{Operation: OpGoalCreate, Status: StatusReplayed, Goal: old.ID, Actor: req.Actor,
+				Data: GoalData{GoalID: old.ID, Goal: old}}, nil
+		}
+		return nil, Errorf(CodeGoalExists, "goal %s already exists (with other facts)", req.Goal)
 	}
 	g := &Goal{ID: req.Goal, Title: req.Title, Status: GoalActive, HandoffMode: req.HandoffMode,
 		CreatedBy: req.Actor, CreatedAt: now, UpdatedAt: now}

@@ -99,12 +99,15 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 	return rc, nil
 }
 
-// actor is the acting agent a request names (agent_id or owner).
+// actor is the acting agent a request names: by_agent_id (an agent
+// operation done by another agent), agent_id or owner.
 func (c Call) actor() string {
-	if a := c.field("agent_id"); a != "" {
-		return a
+	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
+		if a := c.field(f); a != "" {
+			return a
+		}
 	}
-	return c.field("owner")
+	return ""
 }
 
 // field returns a string field of the request by its wire name.

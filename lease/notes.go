@@ -93,9 +93,13 @@ type TodoRelations struct {
 // effective claim, notes marked stale, and (for show) its relations.
 type TodoView struct {
 	Todo
-	Notes            []NoteView `json:"notes"`
-	ClaimExpired     bool       `json:"claim_expired"`
-	ExpiredClaimedBy string     `json:"expired_claimed_by,omitempty"`
+	Notes []NoteView `json:"notes"`
+	// ClaimExpired: the record holds a claim that has expired. As seed 004
+	// says, the view then shows no claim fields at all (claimed_by, the
+	// scope agent, claimed_at, claim_ttl_minutes, claim_expires_at); the
+	// record keeps them until the claim is taken over or cleared, and the
+	// audit trail names the holder then.
+	ClaimExpired bool `json:"claim_expired"`
 	*TodoRelations
 }
 
@@ -116,8 +120,7 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 	tv := TodoView{Todo: *t, Notes: []NoteView{}}
 	if t.ClaimedBy != "" && !ClaimEffective(t, now) {
 		tv.ClaimExpired = true
-		tv.ExpiredClaimedBy = t.ClaimedBy
-		tv.ClaimedBy, tv.ClaimScopeAgentID = "", ""
+		clearClaim(&tv.Todo)
 	}
 	tv.DependsOn = nonNil(t.DependsOn)
 	tv.RequiredWriteScopes = nonNil(t.RequiredWriteScopes)

@@ -60,6 +60,15 @@ const (
 	OpProjection = "todo.project-markdown"
 )
 
+// Audit names: what the audit trail (commit subject, Loopx-Operation,
+// `loopx log`) calls a decision whose command is broader. The command's
+// JSON "operation" stays the command's.
+const (
+	AuditClaimTakeover = "todo.claim-takeover" // a claim of a todo whose earlier claim expired
+	AuditClearClaim    = "todo.clear-claim"    // todo update --clear-claim of a claim
+	AuditReassign      = "todo.reassign"       // an orchestrator moves a claim to another agent
+)
+
 // SchemaField is the JSON key of a request's schema id.
 const SchemaField = "schema"
 

@@ -296,7 +296,8 @@ func TestRedecideRefusesWhatDoesNotHold(t *testing.T) {
 		when time.Time
 		kind string
 	}{
-		{"refused", enc(GoalCreateRequest{Goal: "g", HandoffMode: HandoffSoftClaim}), now, ProblemRefused},
+		{"refused", enc(GoalCreateRequest{Goal: "g", Title: "another", HandoffMode: HandoffSoftClaim}), now, ProblemRefused},
+		{"a replay writes nothing", enc(GoalCreateRequest{Goal: "g", HandoffMode: HandoffSoftClaim}), now, ProblemNoEffect},
 		{"implicit default", enc(GoalCreateRequest{Goal: "h"}), now, ProblemInvalidRequest},
 		{"before its parent", enc(GoalCreateRequest{Goal: "h", HandoffMode: HandoffSoftClaim}), now.Add(-time.Second), ProblemTimeRegression},
 		{"no effect", enc(GoalArchiveRequest{Goal: "g"}), now, ""},

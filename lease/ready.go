@@ -28,6 +28,10 @@ package lease
 //     claim, lease or scope, exclusion, key reuse, ...) is skipped and the
 //     next one tried. No candidate: status no_change, nothing written,
 //     "claimed": false and "todo": null.
+//   - A todo whose effective lease the agent holds comes before all: it is
+//     the answer (claimed for the agent when unclaimed, and shown with its
+//     lease when a lease key was asked for; no new execution is started over
+//     the held one), so a retry never conflicts with the agent's own lease.
 //   - The operation of ready --claim is "todo.claim" (its commit is a claim).
 
 import (
@@ -151,6 +155,49 @@ func ReadyClaim(v *View, req ReadyClaimRequest, now time.Time) (*Outcome, error)
 	ready, err := Ready(v, req.Goal, req.Actor, now)
 	if err != nil {
 		return nil, err
+	}
+	// A todo whose effective lease the actor holds is the answer: the agent
+	// is working on it already (a retry after a lost answer, with or
+	// without the lease key), never a conflict with itself nor a second
+	// todo. Its claim is taken if it has none; a new lease key is not
+	// acquired over the held execution.
+	for _, t := range ready {
+		l, err := v.Lease(req.Goal, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil || l.Owner != req.Actor {
+			continue
+		}
+		effective, err := leaseEffectiveIn(v, req.Goal, t, l, now)
+		if err != nil {
+			return nil, err
+		}
+		if !effective {
+			continue
+		}
+		scope := ""
+		if ClaimEffective(t, now) {
+			scope = t.ClaimScopeAgentID
+		}
+		if req.LeaseKey == l.IdempotencyKey {
+			// The held execution's own key: its exact retry replays.
+			o, err := readyClaimOne(v, req, t.ID, scope, now)
+			if e, ok := AsError(err); !ok || e.Code != CodeIdempotencyKeyReuse {
+				return o, err
+			}
+		}
+		r := req
+		r.LeaseKey, r.LeaseTTLSeconds = "", 0
+		o, err := readyClaimOne(v, r, t.ID, scope, now)
+		if err == nil && req.LeaseKey != "" {
+			lv, err := ViewLease(v, req.Goal, l, now)
+			if err != nil {
+				return nil, err
+			}
+			o.Data.(*TodoResult).Lease = &lv
+		}
+		return o, err
 	}
 	// A ready todo the actor already claimed is the only candidate.
 	for _, t := range ready {

@@ -101,7 +101,17 @@ func AddTodo(v *View, req AddRequest, now time.Time) (*Outcome, error) {
 		return nil, err
 	}
 	if old != nil {
-		return nil, Errorf(CodeTodoExists, "todo %s already exists in goal %s", req.Todo, req.Goal).With("todo_id", req.Todo)
+		if sameAdd(old, req) {
+			// The same todo added again with the same --todo-id (a retry
+			// after a lost answer): a replay of the first add.
+			tv, err := ViewTodo(v, req.Goal, old, now, false)
+			if err != nil {
+				return nil, err
+			}
+			return &Outcome{Operation: OpTodoAdd, Status: StatusReplayed, Goal: req.Goal, Todo: old.ID, Actor: req.Actor,
+				Data: TodoAddData{GoalID: req.Goal, TodoID: old.ID, Todo: &tv}}, nil
+		}
+		return nil, Errorf(CodeTodoExists, "todo %s already exists in goal %s (with other fields)", req.Todo, req.Goal).With("todo_id", req.Todo)
 	}
 	deps := sortedSet(req.DependsOn)
 	for _, d := range deps {
@@ -124,4 +134,12 @@ func AddTodo(v *View, req AddRequest, now time.Time) (*Outcome, error) {
 	}
 	return &Outcome{Operation: OpTodoAdd, Status: StatusApplied, Goal: req.Goal, Todo: t.ID, Actor: req.Actor,
 		Write: true, BoardChanged: true, Data: TodoAddData{GoalID: req.Goal, TodoID: t.ID, Todo: &tv}}, nil
+}
+
+// sameAdd reports whether todo t is what req adds (its fields as added).
+func sameAdd(t *Todo, req AddRequest) bool {
+	return t.Text == req.Text && t.Priority == req.Priority && t.CreatedBy == req.Actor && t.BoundAgent == req.BoundAgent &&
+		slices.Equal(t.DependsOn, sortedSet(req.DependsOn)) &&
+		slices.Equal(t.RequiredWriteScopes, sortedSet(req.RequiredWriteScopes)) &&
+		slices.Equal(t.ExcludedAgents, sortedSet(req.ExcludedAgents))
 }

@@ -157,6 +157,8 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The audit trail names the receiver and whether the claim moved.
+	o.NewOwner, o.ClaimMoved = req.NewOwner, req.TransferClaim
 	if req.TransferClaim {
 		data := o.Data.(LeaseResult)
 		tc, by, changed := true, t.ClaimedBy, todoChanged

@@ -325,7 +325,7 @@ func TestSeedSequence(t *testing.T) {
 
 	o := f.ok(f.transfer(tlAt(200), TransferRequest{Todo: "todo_work", Owner: "agent-a", IdempotencyKey: "execution-a", ExpectedVersion: tlI64(3),
 		NewOwner: "agent-b", NewIdempotencyKey: "execution-b", TTLSeconds: 600}))
-	if o.Version != 4 || o.Epoch != 2 || o.Subject() != "task-lease transfer g/todo_work by agent-a: v4 e2" {
+	if o.Version != 4 || o.Epoch != 2 || o.Subject() != "task-lease transfer g/todo_work by agent-a to agent-b: v4 e2" {
 		t.Fatalf("transfer %+v %q", o, o.Subject())
 	}
 	o = f.ok(f.renew(tlAt(300), RenewRequest{Todo: "todo_work", Owner: "agent-b", IdempotencyKey: "execution-b", ExpectedVersion: tlI64(4), TTLSeconds: 600}))

@@ -15,15 +15,20 @@ package lease
 //     invalid_request unless the same update clears or reassigns the claim.
 //     Excluding a lease owner makes its lease ineffective (contract section
 //     5), but an effective lease still demands its proof first.
-//   - --claimed-by equal to the effective claimant changes nothing (this is
-//     how the seed's `todo update --claimed-by A --text T` names the actor).
-//     Otherwise it is a claim change to a fresh claim (no TTL, no scope
+//   - --claimed-by names the acting agent (this is how the seed's `todo
+//     update --claimed-by A --text T` names the actor; equal to the
+//     effective claimant it changes nothing). Naming another agent is a
+//     reassignment: invalid_request unless the actor is a registered
+//     orchestrator, which also needs "reassign" authority (and its reason
+//     when its registration requires one: authority_required). No holder
+//     hands its claim over silently; it clears it (--clear-claim) and the
+//     other agent claims. A claim change is a fresh claim (no TTL, no scope
 //     agent): the new claimant must be registered, not excluded and allowed
-//     by the bound agent. The claim holder (claimant or scope agent) may
-//     give its claim away or clear it; anyone else needs "reassign"
-//     (Authorize). Claiming an unclaimed todo for oneself needs only the
-//     update authority; for another agent it needs an orchestrator's
-//     "reassign" authority (a plain agent gets invalid_request, as in claim).
+//     by the bound agent.
+//   - The audit trail names a claim change as its own operation, with the
+//     previous holder (Loopx-Previous-Holder): todo.reassign (another
+//     agent named), todo.clear-claim, todo.claim-takeover (an expired claim
+//     replaced). The command's JSON "operation" stays todo.update.
 //   - --clear-claim and --claimed-by together are invalid_request. Clearing
 //     an expired claim is an ordinary update (the todo is unclaimed); the
 //     result reports previous_claim_expired and previous_claimed_by.
@@ -151,6 +156,19 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 	}
 	otherFields := req.Text != nil || req.Note != "" || req.Priority != "" || len(req.ExcludeAgents) > 0
 
+	if req.ClaimedBy != "" && req.ClaimedBy != req.Actor {
+		// Claims change hands only on purpose: naming another agent is a
+		// reassignment, which only a registered orchestrator with reassign
+		// authority makes (never a silent hand-over by the holder).
+		if actor.Role != RoleOrchestrator {
+			return nil, Errorf(CodeInvalidRequest, "--claimed-by %s must equal the acting agent %s: moving a claim to another agent is a reassignment, which only a registered orchestrator with reassign authority makes", req.ClaimedBy, req.Actor).
+				With("claimed_by", cur)
+		}
+		if err := orchestratorAuthority(actor, t, ActionReassign, req.AuthorityReason); err != nil {
+			return nil, err.With("claimed_by", cur)
+		}
+	}
+
 	// Authority.
 	if otherFields || (claimChange && cur == "" && (clearing || req.ClaimedBy == req.Actor)) {
 		if err := Authorize(v, g, t, req.Actor, ActionUpdate, req.AuthorityReason, now); err != nil {
@@ -159,14 +177,6 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 	}
 	if claimChange && cur != "" && !HoldsClaim(t, req.Actor, now) {
 		if err := Authorize(v, g, t, req.Actor, ActionReassign, req.AuthorityReason, now); err != nil {
-			return nil, err
-		}
-	}
-	if setting && cur == "" && req.ClaimedBy != req.Actor {
-		if actor.Role != RoleOrchestrator {
-			return nil, Errorf(CodeInvalidRequest, "--claimed-by %s must equal the acting agent %s (an orchestrator with reassign authority may assign another agent)", req.ClaimedBy, req.Actor)
-		}
-		if err := orchestratorAuthority(actor, t, ActionReassign, req.AuthorityReason); err != nil {
 			return nil, err
 		}
 	}
@@ -238,6 +248,20 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 		v.PutTodo(req.Goal, &nt)
 		o.Status, o.Write, o.BoardChanged = StatusApplied, true, true
 		res.Changes = changes
+	}
+	// A claim change is its own entry in the audit trail, naming the
+	// previous holder: a reassignment, a cleared claim, or an expired claim
+	// taken over.
+	if claimChange && o.Write {
+		o.PreviousHolder = res.PreviousClaimedBy
+		switch {
+		case setting && req.ClaimedBy != req.Actor:
+			o.Audit = AuditReassign
+		case clearing:
+			o.Audit = AuditClearClaim
+		case res.PreviousClaimExpired && res.PreviousClaimedBy != req.ClaimedBy:
+			o.Audit = AuditClaimTakeover
+		}
 	}
 	if err := fillTodoResult(v, res, req.Goal, &nt, verified, now); err != nil {
 		return nil, err

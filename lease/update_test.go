@@ -96,7 +96,9 @@ func TestUpdate(t *testing.T) {
 		{name: "reassign off the bound agent", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.BoundAgent = "a" })
 		}, req: UpdateRequest{Actor: "orch", ClaimedBy: "b"}, code: CodeBoundAgentMismatch},
-		{name: "owner hands its claim over", setup: claimedBy("a"), req: UpdateRequest{Actor: "a", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}},
+		{name: "owner cannot hand its claim over silently", setup: claimedBy("a"), req: UpdateRequest{Actor: "a", ClaimedBy: "b"}, code: CodeInvalidRequest,
+			detail: [2]string{"claimed_by", "a"}},
+		{name: "seed form naming the holder for another actor", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ClaimedBy: "a", Text: tcStr("x")}, code: CodeInvalidRequest},
 		{name: "plain agent takes another's claim", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, code: CodeNotClaimOwner},
 		{name: "self-claim through update", req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}},
 		{name: "plain agent assigns another", req: UpdateRequest{Actor: "b", ClaimedBy: "c"}, code: CodeInvalidRequest},

@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/lease"
 )
 
 func demoCmd(e *env) *cobra.Command {
@@ -67,6 +70,9 @@ func runDemo(e *env, dir string) error {
 			return err
 		}
 		dir = d
+	}
+	if loopx.HasStore(dir) {
+		return lease.Errorf(lease.CodeInvalidRequest, "%s already holds a loopx store: the demo makes its own scratch repository; give a new folder (or none)", dir).With("field", "dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -51,6 +51,7 @@ when the folder is not inside a repository. Running it again changes nothing.`,
 	c.Flags().StringVar(&in.Ref, "ref", "", "state ref (default refs/loopx/state)")
 	c.Flags().StringVar(&in.Remote, "remote", "", "remote that holds the shared state ref")
 	c.Flags().Int64Var(&in.MaxClockSkewSeconds, "max-clock-skew-seconds", 0, "how far the head may be dated ahead of a deciding machine's clock (default 30)")
+	c.Flags().BoolVar(&in.Force, "force", false, "start a store on --ref although the repository's store is on another ref (which is kept)")
 	return c
 }
 
@@ -140,15 +141,17 @@ func agentCmd(e *env) *cobra.Command {
 	register.Flags().StringVar(&req.Role, "role", lease.RoleAgent, "agent or orchestrator")
 	register.Flags().StringVar(&authority, "lifecycle-authority", "", "comma-separated: complete,update,supersede,reassign (orchestrators)")
 	register.Flags().BoolVar(&req.RequiresReason, "requires-reason", false, "the orchestrator must give --authority-reason when using its authority")
-	var agent string
+	var unreq lease.UnregisterRequest
 	unregister := &cobra.Command{
-		Use: "unregister", Short: "Unregister an agent (its leases stop being effective)", Args: noArgs,
-		Example: "  loopx agent unregister --agent-id agent-a",
+		Use: "unregister", Short: "Unregister an agent (its leases stop being effective): itself, or --by an orchestrator", Args: noArgs,
+		Example: "  loopx agent unregister --agent-id agent-a\n  loopx agent unregister --agent-id agent-a --by lead",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnregisterAgent(e.goal, agent) })
+			unreq.Goal = e.goal
+			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnregisterAgent(unreq) })
 		},
 	}
-	unregister.Flags().StringVar(&agent, "agent-id", "", "agent id")
+	unregister.Flags().StringVar(&unreq.Agent, "agent-id", "", "the agent to unregister")
+	unregister.Flags().StringVar(&unreq.By, "by", "", "who does it, when not the agent itself: a registered orchestrator (recorded as author)")
 	list := &cobra.Command{
 		Use: "list", Short: "List the agents of a goal", Args: noArgs,
 		Example: "  loopx agent list --goal-id example-goal",

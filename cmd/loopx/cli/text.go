@@ -255,7 +255,15 @@ func printText(out io.Writer, res *loopx.Result, now time.Time) {
 	case m["entries"] != nil:
 		for _, e := range list(m["entries"]) {
 			en := obj(e)
-			fmt.Fprintf(w, "%s %s %s\n", short(str(en["revision"])), str(en["time"]), oneLine(str(en["subject"])))
+			// Subjects are loopx's own (ids and numbers): shown whole, on one line.
+			subject := strings.Join(strings.Fields(clean(str(en["subject"]))), " ")
+			switch str(en["integrity"]) {
+			case "invalid":
+				subject = "[NOT VERIFIED: " + oneLine(str(en["problem"])) + "] " + subject
+			case "older":
+				subject = "[made before requests were recorded] " + subject
+			}
+			fmt.Fprintf(w, "%s %s %s\n", short(str(en["revision"])), str(en["time"]), subject)
 		}
 		return
 	case m["todos"] != nil:
@@ -359,15 +367,7 @@ func todoText(w io.Writer, m map[string]any, now time.Time) {
 // claimText is the effective claim of a todo view.
 func claimText(t map[string]any, now time.Time) string {
 	if expired, _ := t["claim_expired"].(bool); expired {
-		s := "none"
-		if who := str(t["expired_claimed_by"]); who != "" {
-			s += " (" + who + "'s claim expired"
-			if at, ok := when(t["claim_expires_at"]); ok {
-				s += " " + rel(at, now)
-			}
-			s += ")"
-		}
-		return s
+		return "none (an earlier claim expired)"
 	}
 	who := str(t["claimed_by"])
 	if who == "" {
