@@ -254,8 +254,8 @@ func (s *Store) GuardInstallHook(hook, exe string) (*Result, error) {
 	if exe == "" {
 		exe = "loopx"
 	}
-	return &Result{Operation: "guard.install", CurrentRevision: revString(head),
-		Data: GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}}, nil
+	return s.annotate(&Result{Operation: "guard.install", CurrentRevision: revString(head),
+		Data: GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}}, time.Time{}), nil
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -199,7 +199,7 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	res.Projection, res.ProjectionError = status, reason
 	res.Revision, res.CurrentRevision = revString(head), revString(head)
 	res.Data = map[string]any{"goal_id": id, "path": lease.BoardPath(id)}
-	return res, board, nil
+	return s.annotate(res, time.Time{}), board, nil
 }
 
 // GCData is the result of gc.
@@ -218,7 +218,7 @@ func (s *Store) GC() (*Result, error) {
 		return nil, mapErr(err)
 	}
 	head, _ := s.git.Head()
-	return &Result{Operation: "gc", CurrentRevision: revString(head), Data: GCData{
+	return s.annotate(&Result{Operation: "gc", CurrentRevision: revString(head), Data: GCData{
 		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
-		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}}, nil
+		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}}, time.Time{}), nil
 }

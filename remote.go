@@ -324,9 +324,16 @@ func (ri *RemoteInfo) fill(m map[string]any) {
 	}
 }
 
-// annotate adds the remote view to a result (nothing for a local store).
+// annotate adds to a result its cursor and, for a store with a remote, the
+// remote view.
 func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
-	if res == nil || s.remote.name == "" {
+	if res == nil {
+		return res
+	}
+	if res.CurrentRevision != "" {
+		res.Cursor, _ = s.repo.Depth(gitstore.ParseHash(res.CurrentRevision))
+	}
+	if s.remote.name == "" {
 		return res
 	}
 	ri := &RemoteInfo{Name: s.remote.name, Offline: s.remote.offline, CheckedAt: checkedAt}

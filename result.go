@@ -23,6 +23,11 @@ type Result struct {
 	Status          string
 	Revision        string
 	CurrentRevision string
+	// Cursor is current_cursor: the position of CurrentRevision on the
+	// state ref's first-parent history (its number of commits, root
+	// included; 0 for an empty store). It only grows while the ref moves
+	// forward, so a reader can tell which of two results is newer.
+	Cursor int64
 	Projection      string
 	// ProjectionError says why a pending board was not delivered.
 	ProjectionError string
@@ -54,6 +59,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	m["operation"] = r.Operation
 	m["provider"] = "git"
 	m["current_provider_revision"] = r.CurrentRevision
+	m["current_cursor"] = r.Cursor
 	if r.Remote != nil {
 		r.Remote.fill(m)
 	}

@@ -135,7 +135,24 @@ func (s *Store) Sync() (*Result, error) {
 		d.Pending = mutations(rest)
 	}
 	res := &Result{Operation: "sync", CurrentRevision: revString(head), Data: d}
-	return online.annotate(res, time.Time{}), nil
+	res = online.annotate(res, time.Time{})
+	if d.Refused > 0 {
+		// Some offline work did not land: say so with exit 1, listing
+		// each refusal (the code is the first refusal's own).
+		var first *SyncError
+		var refused []SyncEntry
+		for _, e := range d.Replays {
+			if e.Error != nil {
+				if first == nil {
+					first = e.Error
+				}
+				refused = append(refused, e)
+			}
+		}
+		return res, lease.Errorf(lease.Code(first.Code), "%d of %d offline request(s) were refused on the server's head (the rest were synced): %s",
+			d.Refused, d.Refused+d.Applied, first.Message).With("refused", refused).With("sync", d)
+	}
+	return res, nil
 }
 
 // replayCommit re-decides the request recorded on an offline commit, on

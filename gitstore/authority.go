@@ -180,6 +180,9 @@ type Repo interface {
 	// TreeOf returns the tree name a commit of changes on parent would
 	// have, writing nothing.
 	TreeOf(parent Hash, changes []Change) (Hash, error)
+	// Depth is the number of commits on a commit's first-parent chain (0
+	// for ZeroHash): its position on the history, the contract's cursor.
+	Depth(h Hash) (int64, error)
 	// ReadSideFile and WriteSideFile keep derived data beside the ref.
 	ReadSideFile(name string) ([]byte, error)
 	WriteSideFile(name string, data []byte, durable bool) error

@@ -405,3 +405,10 @@ func (c *memCommit) blob(h Hash) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("gitstore: mem: no blob %s", h)
 }
+
+// Depth counts the commits on h's first-parent chain.
+func (m *MemRepo) Depth(h Hash) (int64, error) {
+	n := int64(0)
+	err := m.Log(h, func(CommitMeta) (bool, error) { n++; return true, nil })
+	return n, err
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"IdenticalCommit", testIdentical},
 		{"InvalidChange", testInvalid},
 		{"SideFiles", testSideFiles},
+		{"Depth", testDepth},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newSubject(t)) })
@@ -379,5 +380,33 @@ func testSideFiles(t *testing.T, s Subject) {
 	}
 	if data, err := s.Repo.ReadSideFile("loopx-cache/x"); err != nil || string(data) != "1" {
 		t.Errorf("side file = %q, %v", data, err)
+	}
+}
+
+func testDepth(t *testing.T, s Subject) {
+	if d, err := s.Repo.Depth(gitstore.ZeroHash); err != nil || d != 0 {
+		t.Errorf("Depth(zero) = %d, %v", d, err)
+	}
+	var hs []gitstore.Hash
+	for i := range 5 {
+		hs = append(hs, commit(t, s, "c", int64(i), put("n", string(rune('a'+i)))).Head)
+	}
+	for i, h := range hs {
+		if d, err := s.Repo.Depth(h); err != nil || d != int64(i+1) {
+			t.Errorf("Depth(commit %d) = %d, %v", i+1, d, err)
+		}
+	}
+	// Asked again (remembered), and after a chained commit (two more).
+	if d, _ := s.Repo.Depth(hs[2]); d != 3 {
+		t.Errorf("Depth again = %d", d)
+	}
+	res, _ := s.Repo.Transact(ctx, func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+		return &gitstore.Proposal{Changes: []gitstore.Change{put("n", "z")}, Info: info("s", 9),
+			Next: func(gitstore.Hash) (*gitstore.Proposal, error) {
+				return &gitstore.Proposal{Changes: []gitstore.Change{put("b", "z")}, Info: info("b", 9)}, nil
+			}}, nil
+	})
+	if d, _ := s.Repo.Depth(res.Head); d != 7 {
+		t.Errorf("Depth after a chained commit = %d, want 7", d)
 	}
 }
