@@ -25,8 +25,8 @@ import (
 //	registry.is_claim_valid(t)   Store.IsClaimValid(goal, id, agent, at)
 
 // Todo returns a todo as `loopx todo show` shows it: the record with its
-// claim as in force at the store's clock (an expired claim is moved to
-// ExpiredClaimedBy), its notes, and its relations (open dependencies, the
+// claim as in force at the store's clock (an expired claim shows no claim
+// fields, ClaimExpired set), its notes, and its relations (open dependencies, the
 // todos it unblocks, its lease). goal "" is the store's default goal. A
 // missing todo is the todo_not_found error.
 func (s *Store) Todo(goal, id string) (lease.TodoView, error) {

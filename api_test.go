@@ -143,7 +143,7 @@ func TestTypedReadsAreTheCommandsResults(t *testing.T) {
 		t.Errorf("todo_b = %s", jsonOf(t, b))
 	}
 	c, _ := st.Todo("", "todo_gamma")
-	if c.ClaimedBy != "" || !c.ClaimExpired || c.ExpiredClaimedBy != "agent-b" {
+	if c.ClaimedBy != "" || !c.ClaimExpired || c.ClaimExpiresAt != nil {
 		t.Errorf("todo_c = %s", jsonOf(t, c))
 	}
 	if len(ready) != 1 || ready[0].ID != "todo_gamma" {
@@ -257,7 +257,7 @@ func TestIsLeaseEffectiveAt(t *testing.T) {
 	if !ok("todo_unreg", t0.Add(time.Minute)) {
 		t.Error("todo_u: want effective before its owner is unregistered")
 	}
-	mustOK(t)(st.UnregisterAgent("", "agent-a"))
+	mustOK(t)(st.UnregisterAgent(lease.UnregisterRequest{Agent: "agent-a"}))
 	if ok("todo_unreg", t0.Add(time.Minute)) {
 		t.Error("todo_u: the lease of an unregistered owner is not effective, however unexpired")
 	}

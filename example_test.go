@@ -76,7 +76,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("claimed by %q, expired claim of %s\n", todo.ClaimedBy, todo.ExpiredClaimedBy)
+	fmt.Printf("claimed by %q, claim expired: %v\n", todo.ClaimedBy, todo.ClaimExpired)
 	if res, err = st.Update(lease.UpdateRequest{Goal: goal, Todo: "todo_001", ClearClaim: true}); err != nil {
 		log.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func Example() {
 	// claim valid in 0s: true
 	// claim valid in 10m0s: true
 	// claim valid in 15m0s: false
-	// claimed by "", expired claim of codex-agent
+	// claimed by "", claim expired: true
 	// applied clear claim; applied: true
 }
 

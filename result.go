@@ -27,8 +27,8 @@ type Result struct {
 	// state ref's first-parent history (its number of commits, root
 	// included; 0 for an empty store). It only grows while the ref moves
 	// forward, so a reader can tell which of two results is newer.
-	Cursor int64
-	Projection      string
+	Cursor     int64
+	Projection string
 	// ProjectionError says why a pending board was not delivered.
 	ProjectionError string
 	Data            any

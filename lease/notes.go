@@ -15,9 +15,10 @@ package lease
 //     is not appended again, so retrying an update after an ambiguous
 //     outcome does not duplicate it.
 //   - In results, claimed_by is the EFFECTIVE claim: an expired claim shows
-//     no claimed_by / claim_scope_agent_id, "claim_expired": true and the
-//     former claimant in "expired_claimed_by" (the recorded claimed_at,
-//     claim_ttl_minutes and claim_expires_at stay visible).
+//     "claim_expired": true and no claim fields at all (claimed_by,
+//     claim_scope_agent_id, claimed_at, claim_ttl_minutes,
+//     claim_expires_at), as seed 004 says; the record keeps them until the
+//     claim is taken over or cleared.
 
 import (
 	"strings"
