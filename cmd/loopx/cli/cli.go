@@ -48,6 +48,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	if code, ok := e.exitCode(err, args); ok { // run passes its command's status through
+		return code
+	}
 	le, ok := lease.AsError(err)
 	if !ok {
 		// cobra's own errors (unknown command or flag) are usage errors.
@@ -99,7 +102,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 		return nil
 	}
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
-		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e))
+		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e), statusCmd(e), runCmd(e))
 	return root
 }
 
