@@ -148,7 +148,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 	f.StringVar(&owner, "owner", "", "lease owner (the acting agent)")
 	f.StringVar(&key, "idempotency-key", "", "execution key (retry a failed run with the same key: it replays)")
 	f.Int64Var(&ttl, "ttl-seconds", 0, "lease time to live, 1..86400; renewed about every third of it")
-	f.StringArrayVar(&scopes, "write-scope", nil, "path glob this execution writes (repeatable; default: the todo's required scopes)")
+	f.StringArrayVar(&scopes, "write-scope", nil, "path glob this execution writes (repeatable)")
 	f.BoolVar(&claim, "claim", false, "also claim the todo for the owner, in the same commit as the acquire")
 	f.BoolVar(&complete, "complete-on-success", false, "complete the todo (releasing the lease in the same commit) when CMD exits 0")
 	f.StringArrayVar(&evidence, "evidence", nil, "with --complete-on-success: evidence of completion (repeatable)")
