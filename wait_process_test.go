@@ -167,3 +167,66 @@ func TestWaitersTakeTurns(t *testing.T) {
 	}
 	checkLinear(t, dir)
 }
+
+// TestWaitersTakeTurnsRemote: 3 machines wait through a `git daemon` for a
+// lease a fourth one holds. Each release lets one in (epochs rise by one),
+// and each waiter polled the server (ls-remote) no more often than the
+// backoff allows: intervals from 200ms growing by 1.6 up to 5s, each at
+// least half its interval, so at most 8 polls in the first 6.8s and one per
+// 2.5s after that (plus the one before its first decision).
+func TestWaitersTakeTurnsRemote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real git daemon and several seconds per turn")
+	}
+	const n = 3
+	srv, _ := daemonServer(t)
+	bareRepo(t, srv.base, "state")
+	holder := machine(t, srv.url("state"))
+	must(t, holder, "goal", "create", "--goal-id", "g")
+	for _, a := range []string{"holder", "agent-0", "agent-1", "agent-2"} {
+		must(t, holder, "agent", "register", "--goal-id", "g", "--agent-id", a)
+	}
+	must(t, holder, "todo", "add", "--goal-id", "g", "--todo-id", "todo_turn", "--text", "one at a time")
+	must(t, holder, "task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_turn", "--owner", "holder",
+		"--idempotency-key", "exec-holder", "--ttl-seconds", "600")
+	dirs := map[string]string{"holder": holder}
+	done := make(chan *waiter, n)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("agent-%d", i)
+		dirs[name] = machine(t, srv.url("state"))
+		startWaiter(t, dirs[name], name, done, "task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_turn",
+			"--owner", name, "--idempotency-key", fmt.Sprintf("exec-%d", i), "--ttl-seconds", "600", "--wait", "2m")
+	}
+	time.Sleep(time.Second)
+	owner, key, version, epoch := "holder", "exec-holder", int64(1), int64(1)
+	seen := map[string]bool{}
+	for turn := 0; turn < n; turn++ {
+		must(t, dirs[owner], "task-lease", "release", "--goal-id", "g", "--todo-id", "todo_turn", "--owner", owner,
+			"--idempotency-key", key, "--expected-version", fmt.Sprint(version))
+		var w *waiter
+		select {
+		case w = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("turn %d: nobody took the released lease", turn)
+		}
+		if w.res.code != 0 || w.res.out["status"] != "applied" || leaseInt(w.res, "epoch") != epoch+1 || seen[w.name] {
+			t.Fatalf("turn %d: %s exited %d (epoch %d, want %d): %s", turn, w.name, w.res.code, leaseInt(w.res, "epoch"), epoch+1, w.res.raw)
+		}
+		seen[w.name] = true
+		select {
+		case w2 := <-done:
+			t.Fatalf("turn %d: %s got in while %s holds the lease: %s", turn, w2.name, w.name, w2.res.raw)
+		case <-time.After(200 * time.Millisecond):
+		}
+		waited := time.Duration(w.stats.WaitedMS) * time.Millisecond
+		max := 1 + 8
+		if waited > 6800*time.Millisecond {
+			max += int((waited - 6800*time.Millisecond) / (2500 * time.Millisecond))
+		}
+		if w.stats.Polls > max || w.stats.Polls < 2 {
+			t.Errorf("%s polled %d times in %v (max %d): %+v", w.name, w.stats.Polls, waited, max, w.stats)
+		}
+		t.Logf("turn %d: %s: %+v", turn, w.name, w.stats)
+		owner, key, version, epoch = w.name, leaseStr(w.res, "idempotency_key"), leaseInt(w.res, "version"), leaseInt(w.res, "epoch")
+	}
+}
