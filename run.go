@@ -88,6 +88,9 @@ type RunResult struct {
 	Finished  *Result
 	FinishErr error
 	Completed bool
+	// Interrupted is the signal that ended the run before the command
+	// started (nil if it started).
+	Interrupted os.Signal
 }
 
 // Env returns the LOOPX_* variables a command run under l gets.
@@ -124,7 +127,32 @@ func (s *Store) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if req.Grace <= 0 {
 		req.Grace = DefaultGrace
 	}
+	// A signal before the command started (say, Ctrl-C during --wait)
+	// ends the run: the wait is cancelled, a lease already granted is
+	// released, and the status is 128+signal, as if the command got it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var early os.Signal
+	stopEarly, earlyDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(earlyDone)
+		select {
+		case early = <-req.Signals:
+			cancel()
+		case <-stopEarly:
+		}
+	}()
 	h, acq, err := s.Hold(ctx, req.Hold)
+	close(stopEarly)
+	<-earlyDone
+	if early != nil {
+		out := &RunResult{ExitCode: signalStatus(early), Acquired: acq, Interrupted: early}
+		if err == nil {
+			out.Finished, out.FinishErr = h.Release()
+			out.Lease = h.Lease()
+		}
+		return out, nil
+	}
 	if err != nil {
 		return nil, err
 	}

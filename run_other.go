@@ -12,3 +12,6 @@ func terminate(p *os.Process) { _ = p.Kill() }
 
 // exitStatus is the command's status.
 func exitStatus(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// signalStatus is the status of a process ended by sig.
+func signalStatus(sig os.Signal) int { return 1 }

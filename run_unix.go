@@ -21,3 +21,11 @@ func exitStatus(ps *os.ProcessState) int {
 	}
 	return ps.ExitCode()
 }
+
+// signalStatus is the status of a process ended by sig: 128+sig.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}

@@ -117,6 +117,12 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 				le, _ := lease.AsError(err)
 				return &exitStatus{code: res.ExitCode, err: le}
 			}
+			if res.Interrupted != nil {
+				if e.format == "text" {
+					fmt.Fprintf(e.stderr, "loopx: run: interrupted (%v) before %s started\n", res.Interrupted, args[0])
+				}
+				return &exitStatus{code: res.ExitCode}
+			}
 			if res.Lost != nil {
 				return &exitStatus{code: ExitLeaseLost, err: res.Lost}
 			}
