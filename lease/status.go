@@ -19,6 +19,8 @@ package lease
 //     ties by todo id, then kind (claim before lease).
 //   - seconds_left is expires_at - now in whole seconds: negative for
 //     expired holdings, null without an expiry.
+//   - write_scopes are the lease's scopes; for a claim, the todo's required
+//     write scopes (what a lease taken with the claim would cover).
 
 import (
 	"cmp"
