@@ -57,6 +57,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	if code, ok := e.exitCode(err, args); ok { // run passes its command's status through
+		return code
+	}
 	le := classify(err)
 	if e.format == "" {
 		e.format = formatFromArgs(args, e.stdout)
@@ -89,7 +92,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e), clockResetCmd(e))
+		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e))
 	root.SetHelpCommand(helpCmd(root))
 	root.InitDefaultCompletionCmd()
 	e.installRails(root)

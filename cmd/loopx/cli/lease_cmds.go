@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
@@ -44,6 +47,7 @@ bumped by every new execution), expiry and write scopes. Retry an ambiguous
 result with the same arguments: it is replayed, never applied twice.`,
 	}
 	var f leaseFlags
+	var acquireWait time.Duration
 	acquire := &cobra.Command{
 		Use:   "acquire",
 		Short: "Start a new execution on a todo (or take over after expiry or release)",
@@ -55,11 +59,17 @@ result with the same arguments: it is replayed, never applied twice.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			req := lease.AcquireRequest{Goal: e.goal, Todo: f.todo, Owner: f.owner, IdempotencyKey: f.key,
 				ExpectedVersion: f.expectedVersion(c), TTLSeconds: f.ttl, WriteScopes: f.scopes}
+			if c.Flags().Changed("wait") {
+				return e.runWait(acquireWait, func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error) {
+					return s.AcquireWait(context.Background(), req, w)
+				})
+			}
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Acquire(req) })
 		},
 	}
 	f.bind(acquire, true)
 	acquire.Flags().StringArrayVar(&f.scopes, "write-scope", nil, "path glob this execution writes (repeatable)")
+	acquire.Flags().DurationVar(&acquireWait, "wait", 0, "while the lease is held by another execution or a scope conflicts, wait up to this long (e.g. 5m)")
 
 	var rf leaseFlags
 	renew := &cobra.Command{

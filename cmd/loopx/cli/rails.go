@@ -46,6 +46,7 @@ var flagNeeds = []flagNeed{
 	{cmd: "todo claim", flag: "ttl-seconds", needs: "task-lease-idempotency-key"},
 	{cmd: "agent register", flag: "requires-reason", needs: "role", value: lease.RoleOrchestrator},
 	{cmd: "verify", flag: "since", needs: "history"},
+	{cmd: "todo ready", flag: "wait", needs: "claim"},
 }
 
 // ignoredFlags are global flags that a command does not use: it works on
@@ -60,6 +61,7 @@ var ignoredFlags = []struct {
 	{"sync", []string{"goal-id"}},
 	{"apply", []string{"goal-id"}},
 	{"clock-reset", []string{"goal-id"}},
+	{"status", []string{}},
 	{"guard install", []string{"goal-id"}},
 	{"guard check", []string{"goal-id"}},
 	{"version", []string{"goal-id", "registry", "repo", "remote", "offline"}},

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"context"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -77,6 +79,7 @@ func todoListCmd(e *env) *cobra.Command {
 func todoReadyCmd(e *env) *cobra.Command {
 	var req lease.ReadyClaimRequest
 	var claim bool
+	var wait time.Duration
 	c := &cobra.Command{
 		Use:   "ready",
 		Short: "List the todos an agent may take now; --claim takes the first one atomically",
@@ -85,6 +88,11 @@ func todoReadyCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
+			if claim && c.Flags().Changed("wait") {
+				return e.runWait(wait, func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error) {
+					return s.ReadyClaimWait(context.Background(), req, w)
+				})
+			}
 			if claim {
 				return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ReadyClaim(req) })
 			}
@@ -97,6 +105,7 @@ func todoReadyCmd(e *env) *cobra.Command {
 	f.Int64Var(&req.ClaimTTLMinutes, "claim-ttl-minutes", 0, "with --claim: the claim expires after this many minutes")
 	f.StringVar(&req.LeaseKey, "task-lease-idempotency-key", "", "with --claim: also acquire the task lease with this execution key")
 	f.Int64Var(&req.LeaseTTLSeconds, "ttl-seconds", 0, "with --task-lease-idempotency-key: lease TTL")
+	f.DurationVar(&wait, "wait", 0, "with --claim: while nothing is ready, wait up to this long (e.g. 5m)")
 	return c
 }
 

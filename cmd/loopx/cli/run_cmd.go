@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// ExitLeaseLost is the exit code of `loopx run` when the lease was lost
+// while the command ran.
+const ExitLeaseLost = 4
+
+// exitStatus ends a command with a code of its own (run passes its
+// command's status through); err, when set, is printed as usual first.
+type exitStatus struct {
+	code int
+	err  *lease.Error
+}
+
+func (x *exitStatus) Error() string { return fmt.Sprintf("exit status %d", x.code) }
+
+// exitCode returns the code an exitStatus error asks for, printing its
+// error first.
+func (e *env) exitCode(err error, args []string) (int, bool) {
+	var x *exitStatus
+	if !errors.As(err, &x) {
+		return 0, false
+	}
+	if x.err != nil {
+		if e.format == "" {
+			e.format = formatFromArgs(args, e.stdout)
+		}
+		e.printError(x.err)
+	}
+	return x.code, true
+}
+
+func runCmd(e *env) *cobra.Command {
+	var (
+		req               loopx.RunRequest
+		scopes, evidence  []string
+		claim, complete   bool
+		grace, wait       time.Duration
+		todo, owner, key  string
+		ttl               int64
+		note              string
+		forwardedByParent = loopx.ForwardedSignals
+	)
+	c := &cobra.Command{
+		Use:   "run --todo-id ID --owner A --idempotency-key K --ttl-seconds N [flags] -- CMD [ARGS...]",
+		Short: "Hold a task lease while a command runs: acquire, renew, release; exit with its status",
+		Long: `run acquires (or replays) the todo's task lease, runs CMD with LOOPX_GOAL,
+LOOPX_TODO, LOOPX_OWNER, LOOPX_IDEMPOTENCY_KEY, LOOPX_EPOCH and LOOPX_VERSION in
+its environment, renews the lease about every third of the TTL while CMD runs
+(retrying transient failures with the same arguments), releases it when CMD
+exits and exits with CMD's status. Signals sent to run are passed on to CMD.
+
+If the lease is lost while CMD runs (a renewal refused: taken over,
+transferred, released by hand, owner unregistered; or no renewal succeeded
+within two thirds of the TTL), CMD gets SIGTERM, then SIGKILL after --grace,
+and run exits 4 with the reason (a JSON error object in JSON mode).
+
+Stdout is CMD's: on success run prints nothing there itself.`,
+		Example: `  loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-1 \
+    --ttl-seconds 60 --write-scope 'src/lexer/**' -- make test
+  loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-2 \
+    --ttl-seconds 60 --claim --complete-on-success --evidence 'tests pass' -- ./do-the-work.sh`,
+		RunE: func(c *cobra.Command, args []string) error {
+			dash := c.ArgsLenAtDash()
+			switch {
+			case len(args) == 0:
+				return usageError("no command to run: put it after --, e.g. `loopx run ... -- make test`")
+			case dash != 0:
+				return usageError("unexpected argument %q: put the command after --", args[0])
+			case claim && len(scopes) > 0:
+				return usageError("--write-scope is ignored with --claim (the lease takes the todo's required write scopes)")
+			case !complete && (len(evidence) > 0 || note != ""):
+				return usageError("--evidence and --note need --complete-on-success")
+			case grace < 0 || wait < 0:
+				return usageError("--grace and --wait take a positive duration")
+			}
+			req.Hold = loopx.HoldRequest{Claim: claim, Wait: loopx.WaitOptions{Timeout: wait},
+				Acquire: lease.AcquireRequest{Goal: e.goal, Todo: todo, Owner: owner, IdempotencyKey: key,
+					TTLSeconds: ttl, WriteScopes: scopes}}
+			req.Command, req.Grace = args, grace
+			req.CompleteOnSuccess, req.Evidence, req.Note = complete, evidence, note
+			req.Stdin, req.Stdout, req.Stderr = os.Stdin, e.stdout, e.stderr
+			sigs := make(chan os.Signal, 8)
+			signal.Notify(sigs, forwardedByParent...)
+			defer signal.Stop(sigs)
+			req.Signals = sigs
+			s, err := e.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var stats *loopx.WaitStats
+			if wait > 0 {
+				stats = e.waitStats()
+				req.Hold.Wait.Stats = stats
+			}
+			res, err := s.Run(context.Background(), req)
+			e.reportWait(stats)
+			if res == nil {
+				return err
+			}
+			if err != nil { // the command could not be started
+				le, _ := lease.AsError(err)
+				return &exitStatus{code: res.ExitCode, err: le}
+			}
+			if res.Interrupted != nil {
+				if e.format == "text" {
+					fmt.Fprintf(e.stderr, "loopx: run: interrupted (%v) before %s started\n", res.Interrupted, args[0])
+				}
+				return &exitStatus{code: res.ExitCode}
+			}
+			if res.Lost != nil {
+				return &exitStatus{code: ExitLeaseLost, err: res.Lost}
+			}
+			if e.format == "text" {
+				l := res.Lease
+				fmt.Fprintf(e.stderr, "loopx: run: %s exited %d; lease %s/%s epoch %d renewed %d times\n",
+					args[0], res.ExitCode, l.Goal, l.Todo, l.Epoch, res.Renewals)
+			}
+			if res.FinishErr != nil {
+				le, ok := lease.AsError(res.FinishErr)
+				if !ok {
+					le = lease.Errorf(lease.CodeStoreIO, "%v", res.FinishErr)
+				}
+				if res.Completed {
+					// CMD succeeded but the todo is not complete: say so by the
+					// error's own class.
+					return le
+				}
+				fmt.Fprintf(e.stderr, "loopx: run: the lease was not released (it expires by itself): %s: %s\n", le.Code, le.Message)
+			}
+			if res.ExitCode != 0 {
+				return &exitStatus{code: res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&todo, "todo-id", "", "todo id")
+	f.StringVar(&owner, "owner", "", "lease owner (the acting agent)")
+	f.StringVar(&key, "idempotency-key", "", "execution key (retry a failed run with the same key: it replays)")
+	f.Int64Var(&ttl, "ttl-seconds", 0, "lease time to live, 1..86400; renewed about every third of it")
+	f.StringArrayVar(&scopes, "write-scope", nil, "path glob this execution writes (repeatable)")
+	f.BoolVar(&claim, "claim", false, "also claim the todo for the owner, in the same commit as the acquire")
+	f.BoolVar(&complete, "complete-on-success", false, "complete the todo (releasing the lease in the same commit) when CMD exits 0")
+	f.StringArrayVar(&evidence, "evidence", nil, "with --complete-on-success: evidence of completion (repeatable)")
+	f.StringVar(&note, "note", "", "with --complete-on-success: closing note")
+	f.DurationVar(&grace, "grace", loopx.DefaultGrace, "after a lost lease, time between SIGTERM and SIGKILL")
+	f.DurationVar(&wait, "wait", 0, "wait up to this long while the lease is held by another execution (or a scope conflicts)")
+	return c
+}
+
+// waitStats returns counters to fill when LOOPX_WAIT_STATS=1 asks for
+// them (tests, benchmarks), else nil.
+func (e *env) waitStats() *loopx.WaitStats {
+	if os.Getenv("LOOPX_WAIT_STATS") == "1" {
+		return &loopx.WaitStats{}
+	}
+	return nil
+}
+
+// reportWait prints what a --wait did on stderr, when asked to.
+func (e *env) reportWait(st *loopx.WaitStats) {
+	if st == nil {
+		return
+	}
+	data, _ := json.Marshal(st)
+	fmt.Fprintf(e.stderr, "loopx: wait: %s\n", data)
+}
+
+// runWait runs a --wait command: a negative duration is a usage error, and
+// LOOPX_WAIT_STATS=1 reports what the wait did on stderr.
+func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error)) error {
+	if d < 0 {
+		return usageError("--wait %v: want a positive duration", d)
+	}
+	st := e.waitStats()
+	defer e.reportWait(st)
+	return e.run(func(s *loopx.Store) (*loopx.Result, error) {
+		return fn(s, loopx.WaitOptions{Timeout: d, Stats: st})
+	})
+}

@@ -1,0 +1,565 @@
+package loopx
+
+// Holding a task lease while work runs: the loop of `loopx run`, for
+// programs that embed loopx too. It is modelled on client-go's
+// leaderelection: the holder renews every RenewEvery (a third of the TTL,
+// with jitter); a renewal that fails transiently (exit-3 class: fence
+// busy, remote unreachable, I/O) is retried every RetryPeriod with the SAME
+// arguments, so one that was applied but whose answer was lost replays; if
+// no renewal succeeds within RenewDeadline of the last one (two thirds of
+// the TTL), or a renewal is refused (taken over, transferred, released by
+// hand, owner unregistered, claim moved), the lease is lost: Lost() closes
+// and OnLost runs, once. The epoch is the fencing token: the work started
+// under one epoch, and a new holder always has a higher one.
+//
+// Decisions written down here:
+//   - A version_mismatch is not by itself a loss: the work may have used
+//     the lease proof itself (todo update --task-lease-expected-version
+//     bumps the version). The lease is read (inspect): if it is still this
+//     execution (owner, key, epoch), active and effective, its version is
+//     adopted and the renewal made at once; otherwise the lease is lost
+//     with the version_mismatch refusal.
+//   - A renewal answered "replayed" returns the current lease; it counts
+//     only if that is still this execution.
+//   - The deadline is counted from when the last successful renewal was
+//     SENT, a lower bound of its decision time, so the holder gives up
+//     before the store could judge the lease expired (up to a third of the
+//     TTL before, less the clock difference between machines).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// HoldPolicy is when a holder renews, retries and gives up.
+type HoldPolicy struct {
+	// RenewEvery is the time between successful renewals (before jitter).
+	RenewEvery time.Duration
+	// RetryPeriod is the time between attempts after a transient failure.
+	RetryPeriod time.Duration
+	// RenewDeadline is how long after the last successful renewal the
+	// lease counts as lost when no renewal succeeded since.
+	RenewDeadline time.Duration
+	// Jitter in [0,1): each wait is shortened by a random fraction up to
+	// Jitter, so holders started together do not renew in step.
+	Jitter float64
+}
+
+// DefaultHoldPolicy is the policy of `loopx run` for a lease of ttl:
+// renew every ttl/3, retry every ttl/12 (50ms..2s), give up after 2ttl/3,
+// jitter 10%.
+func DefaultHoldPolicy(ttl time.Duration) HoldPolicy {
+	return HoldPolicy{RenewEvery: ttl / 3, RetryPeriod: min(max(ttl/12, 50*time.Millisecond), 2*time.Second),
+		RenewDeadline: ttl * 2 / 3, Jitter: 0.1}
+}
+
+// Check refuses a policy that could let the lease expire unnoticed.
+func (p HoldPolicy) Check(ttl time.Duration) error {
+	switch {
+	case p.RenewEvery <= 0 || p.RetryPeriod <= 0:
+		return lease.Errorf(lease.CodeInvalidRequest, "renew and retry periods must be positive")
+	case p.RenewDeadline <= p.RenewEvery:
+		return lease.Errorf(lease.CodeInvalidRequest, "the renew deadline (%v) must be longer than the renew period (%v)", p.RenewDeadline, p.RenewEvery)
+	case p.RenewDeadline >= ttl:
+		return lease.Errorf(lease.CodeInvalidRequest, "the renew deadline (%v) must be shorter than the TTL (%v)", p.RenewDeadline, ttl)
+	case p.Jitter < 0 || p.Jitter >= 1:
+		return lease.Errorf(lease.CodeInvalidRequest, "jitter %v: want 0 <= jitter < 1", p.Jitter)
+	}
+	return nil
+}
+
+// shorten is d less a random fraction (r in [0,1)) of up to Jitter.
+func (p HoldPolicy) shorten(d time.Duration, r float64) time.Duration {
+	return d - time.Duration(float64(d)*p.Jitter*r)
+}
+
+// renewAt is when to renew after a successful renewal sent at lastOK.
+func (p HoldPolicy) renewAt(lastOK time.Time, r float64) time.Time {
+	return lastOK.Add(p.shorten(p.RenewEvery, r))
+}
+
+// deadline is when the lease counts as lost after lastOK.
+func (p HoldPolicy) deadline(lastOK time.Time) time.Time { return lastOK.Add(p.RenewDeadline) }
+
+// retryAt is when to retry after a transient failure at now: a retry
+// period later, never after the deadline.
+func (p HoldPolicy) retryAt(now, lastOK time.Time, r float64) time.Time {
+	at := now.Add(p.shorten(p.RetryPeriod, r))
+	if d := p.deadline(lastOK); at.After(d) {
+		return d
+	}
+	return at
+}
+
+// renewAction is what a holder does with the answer to a renewal.
+type renewAction int
+
+const (
+	actRenewed renewAction = iota // the lease is extended: adopt its version
+	actRetry                      // transient: retry with the same arguments
+	actResync                     // version_mismatch: read the lease, maybe adopt its version
+	actLost                       // refused: the lease is lost
+)
+
+// execution identifies the holder's execution of a lease.
+type execution struct {
+	owner, key string
+	epoch      int64
+}
+
+// ours reports whether lv is still this execution, active and effective.
+func (x execution) ours(lv *lease.LeaseView) bool {
+	return lv != nil && lv.Lease != nil && lv.Owner == x.owner && lv.IdempotencyKey == x.key &&
+		lv.Epoch == x.epoch && lv.Status == lease.LeaseActive && lv.Effective
+}
+
+// classifyRenew decides what an answer to a renewal means (pure).
+func classifyRenew(res *Result, err error, x execution) (renewAction, *lease.Error) {
+	if err == nil {
+		lv := resultLease(res)
+		if x.ours(lv) {
+			return actRenewed, nil
+		}
+		return actLost, notCurrent(lv)
+	}
+	le, ok := lease.AsError(err)
+	switch {
+	case !ok || lease.ClassOf(le.Code) == lease.Transient:
+		// An error without a contract code is a local failure (I/O):
+		// retrying with the same arguments is always safe.
+		return actRetry, nil
+	case le.Code == lease.CodeVersionMismatch:
+		return actResync, le
+	}
+	return actLost, le
+}
+
+// notCurrent is the loss of a renewal that succeeded (a replay) but whose
+// lease is no longer this execution.
+func notCurrent(lv *lease.LeaseView) *lease.Error {
+	if lv == nil || lv.Lease == nil {
+		return lease.Errorf(lease.CodeExecutionNotCurrent, "the todo has no lease any more")
+	}
+	return lease.Errorf(lease.CodeExecutionNotCurrent, "the lease is now %s by %s (epoch %d, effective %v)",
+		lv.Status, lv.Owner, lv.Epoch, lv.Effective)
+}
+
+// resultLease is the lease a lease or claim result carries (nil if none).
+func resultLease(res *Result) *lease.LeaseView {
+	if res == nil {
+		return nil
+	}
+	switch d := res.Data.(type) {
+	case lease.LeaseResult:
+		return d.Lease
+	case *lease.LeaseResult:
+		return d.Lease
+	case *lease.TodoResult:
+		return d.Lease
+	case lease.TodoResult:
+		return d.Lease
+	}
+	return nil
+}
+
+// resultGoal is the goal a lease or claim result names.
+func resultGoal(res *Result) string {
+	switch d := res.Data.(type) {
+	case lease.LeaseResult:
+		return d.GoalID
+	case *lease.LeaseResult:
+		return d.GoalID
+	case *lease.TodoResult:
+		return d.GoalID
+	case lease.TodoResult:
+		return d.GoalID
+	}
+	return ""
+}
+
+// HeldLease is the lease a Hold holds, as last known.
+type HeldLease struct {
+	Goal, Todo, Owner, IdempotencyKey string
+	Version, Epoch                    int64
+	WriteScopes                       []string
+	// ExpiresAt is the expiry the store recorded (its clock).
+	ExpiresAt time.Time
+}
+
+// HoldRequest is what to hold.
+type HoldRequest struct {
+	// Acquire is the lease request. Goal and Owner may be left to the
+	// defaults, as for Acquire.
+	Acquire lease.AcquireRequest
+	// Claim also claims the todo for the owner in the same commit
+	// (Store.Claim with the lease key and TTL; the lease then takes the
+	// todo's required write scopes, so Acquire.WriteScopes must be empty).
+	Claim bool
+	// Wait waits for the lease as AcquireWait does (zero: no waiting).
+	Wait WaitOptions
+	// Policy is the renewal policy; zero: DefaultHoldPolicy(TTL).
+	Policy HoldPolicy
+	// OnLost runs once, on the renewing goroutine, when the lease is lost
+	// (before Lost() closes).
+	OnLost func(*lease.Error)
+}
+
+// holdOps are the store operations a Hold uses (a fake in tests).
+type holdOps interface {
+	Renew(lease.RenewRequest) (*Result, error)
+	Release(lease.ReleaseRequest) (*Result, error)
+	Complete(lease.CompleteRequest) (*Result, error)
+	Inspect(goal, todo string) (*Result, error)
+}
+
+// clock is the time source of a Hold (a fake in tests).
+type clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Hold is a lease being held: renewed in the background until Stop,
+// Release or Complete, or until it is lost.
+type Hold struct {
+	ops    holdOps
+	clk    clock
+	rnd    func() float64
+	policy HoldPolicy
+	ttl    int64
+	x      execution
+	onLost func(*lease.Error)
+
+	mu       sync.Mutex
+	cur      HeldLease
+	lastOK   time.Time
+	lostErr  *lease.Error
+	renewals int
+
+	lost    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	stopped sync.Once
+}
+
+// Hold acquires (or replays) the lease, or with req.Claim claims the todo
+// and acquires it in one commit, and renews it in the background. The
+// result is the acquire's (or claim's). A refusal or a transient failure
+// of the acquire is returned as is: retry with the same arguments.
+func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, *Result, error) {
+	ttl := time.Duration(req.Acquire.TTLSeconds) * time.Second
+	policy := req.Policy
+	if policy == (HoldPolicy{}) {
+		policy = DefaultHoldPolicy(ttl)
+	}
+	if err := lease.CheckTTL(req.Acquire.TTLSeconds); err != nil {
+		return nil, nil, err
+	}
+	if err := policy.Check(ttl); err != nil {
+		return nil, nil, err
+	}
+	a := req.Acquire
+	if req.Claim && len(a.WriteScopes) > 0 {
+		return nil, nil, lease.Errorf(lease.CodeInvalidRequest, "a claim acquires the lease with the todo's required write scopes: give no write scopes")
+	}
+	stats := req.Wait.Stats
+	if stats == nil {
+		stats = &WaitStats{}
+	}
+	w := req.Wait
+	w.Stats = stats
+	var sent time.Time
+	attempt := func() (*Result, error) {
+		sent = time.Now()
+		if req.Claim {
+			return s.Claim(lease.ClaimRequest{Goal: a.Goal, Todo: a.Todo, Actor: a.Owner, LeaseKey: a.IdempotencyKey,
+				LeaseTTLSeconds: a.TTLSeconds})
+		}
+		return s.Acquire(a)
+	}
+	var res *Result
+	var err error
+	if w.Timeout > 0 {
+		res, err = s.waitFor(ctx, a.Goal, w, attempt, waitRefused)
+	} else {
+		res, err = attempt()
+	}
+	if err != nil {
+		return nil, res, err
+	}
+	lv := resultLease(res)
+	if lv == nil || lv.Lease == nil || !lv.Effective || lv.Status != lease.LeaseActive {
+		return nil, res, lease.Errorf(lease.CodeLeaseNotActive, "the lease was not granted (%s)", res.Status)
+	}
+	h := newHold(s, realClock{}, policy, req.OnLost, HeldLease{Goal: resultGoal(res), Todo: lv.TodoID, Owner: lv.Owner,
+		IdempotencyKey: lv.IdempotencyKey, Version: lv.Version, Epoch: lv.Epoch, WriteScopes: lv.WriteScopes,
+		ExpiresAt: lv.ExpiresAt}, a.TTLSeconds, sent).start()
+	return h, res, nil
+}
+
+func newHold(ops holdOps, clk clock, policy HoldPolicy, onLost func(*lease.Error), cur HeldLease, ttl int64, lastOK time.Time) *Hold {
+	h := &Hold{ops: ops, clk: clk, rnd: rand.Float64, policy: policy, ttl: ttl, onLost: onLost,
+		x: execution{owner: cur.Owner, key: cur.IdempotencyKey, epoch: cur.Epoch}, cur: cur, lastOK: lastOK,
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	return h
+}
+
+// start starts renewing.
+func (h *Hold) start() *Hold {
+	go h.loop()
+	return h
+}
+
+// Lease is the held lease as last known.
+func (h *Hold) Lease() HeldLease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur
+}
+
+// Renewals counts the successful renewals so far.
+func (h *Hold) Renewals() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.renewals
+}
+
+// Lost is closed when the lease is lost.
+func (h *Hold) Lost() <-chan struct{} { return h.lost }
+
+// LostErr says why the lease was lost (nil while it is held).
+func (h *Hold) LostErr() *lease.Error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lostErr
+}
+
+// Stop stops renewing and waits for a renewal in flight to finish. The
+// lease stays as it is (it expires unless released).
+func (h *Hold) Stop() HeldLease {
+	h.stopped.Do(func() { close(h.stop) })
+	<-h.done
+	return h.Lease()
+}
+
+func (h *Hold) lose(e *lease.Error) {
+	h.mu.Lock()
+	if h.lostErr != nil {
+		h.mu.Unlock()
+		return
+	}
+	cur := h.cur
+	e = lostError(e, cur)
+	h.lostErr = e
+	h.mu.Unlock()
+	if h.onLost != nil {
+		h.onLost(e)
+	}
+	close(h.lost)
+}
+
+// lostError is cause as the reason a held lease was lost.
+func lostError(cause *lease.Error, cur HeldLease) *lease.Error {
+	e := &lease.Error{Code: cause.Code, Message: "lease lost: " + cause.Message}
+	for k, v := range cause.Details {
+		e = e.With(k, v)
+	}
+	return e.With("goal_id", cur.Goal).With("todo_id", cur.Todo).With("owner", cur.Owner).
+		With("idempotency_key", cur.IdempotencyKey).With("lost_epoch", cur.Epoch).With("lost_version", cur.Version)
+}
+
+type renewReply struct {
+	res *Result
+	err error
+}
+
+func (h *Hold) adopt(lv *lease.LeaseView, sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cur.Version, h.cur.ExpiresAt = lv.Version, lv.ExpiresAt
+	if !sent.IsZero() {
+		h.lastOK = sent
+		h.renewals++
+	}
+}
+
+// sleep waits until at; false when stopped first.
+func (h *Hold) sleep(at time.Time) bool {
+	d := at.Sub(h.clk.Now())
+	if d <= 0 {
+		select {
+		case <-h.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	select {
+	case <-h.stop:
+		return false
+	case <-h.clk.After(d):
+		return true
+	}
+}
+
+// loop renews until stopped or lost (see the file comment).
+func (h *Hold) loop() {
+	defer close(h.done)
+	h.mu.Lock()
+	next := h.policy.renewAt(h.lastOK, h.rnd())
+	h.mu.Unlock()
+	var lastErr error
+	for {
+		if !h.sleep(next) {
+			return
+		}
+		h.mu.Lock()
+		cur, lastOK := h.cur, h.lastOK
+		h.mu.Unlock()
+		deadline := h.policy.deadline(lastOK)
+		sent := h.clk.Now()
+		if !sent.Before(deadline) {
+			h.lose(deadlineError(h.policy, lastErr))
+			return
+		}
+		ch := make(chan renewReply, 1)
+		go func() {
+			v := cur.Version
+			res, err := h.ops.Renew(lease.RenewRequest{Goal: cur.Goal, Todo: cur.Todo, Owner: cur.Owner,
+				IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: &v, TTLSeconds: h.ttl})
+			ch <- renewReply{res, err}
+		}()
+		var rep renewReply
+		select {
+		case rep = <-ch:
+		case <-h.clk.After(deadline.Sub(sent)):
+			h.lose(deadlineError(h.policy, lastErr))
+			rep = <-ch // the store is the caller's again only after this call
+			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
+				h.adopt(resultLease(rep.res), time.Time{})
+			}
+			return
+		case <-h.stop:
+			rep = <-ch
+			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
+				h.adopt(resultLease(rep.res), sent)
+			}
+			return
+		}
+		act, refusal := classifyRenew(rep.res, rep.err, h.x)
+		switch act {
+		case actRenewed:
+			h.adopt(resultLease(rep.res), sent)
+			lastErr = nil
+			next = h.policy.renewAt(sent, h.rnd())
+		case actRetry:
+			lastErr = rep.err
+			next = h.policy.retryAt(h.clk.Now(), lastOK, h.rnd())
+		case actResync:
+			lv, err := h.current(cur)
+			switch {
+			case err != nil:
+				lastErr = err
+				next = h.policy.retryAt(h.clk.Now(), lastOK, h.rnd())
+			case h.x.ours(lv):
+				h.adopt(lv, time.Time{}) // a newer version of this execution: renew with it at once
+				next = h.clk.Now()
+			default:
+				h.lose(refusal.With("current_lease", lv))
+				return
+			}
+		case actLost:
+			h.lose(refusal)
+			return
+		}
+	}
+}
+
+// current reads the todo's current lease (for a version_mismatch).
+func (h *Hold) current(cur HeldLease) (*lease.LeaseView, error) {
+	res, err := h.ops.Inspect(cur.Goal, cur.Todo)
+	if err != nil {
+		return nil, err
+	}
+	return resultLease(res), nil
+}
+
+// deadlineError is the loss when no renewal succeeded in time.
+func deadlineError(p HoldPolicy, last error) *lease.Error {
+	e := lease.Errorf(lease.CodeLeaseNotActive, "no renewal succeeded within the renew deadline (%v)", p.RenewDeadline)
+	if last != nil {
+		e.Message += fmt.Sprintf("; last error: %v", last)
+		if le, ok := lease.AsError(last); ok {
+			e = e.With("last_error_code", le.Code)
+		}
+	}
+	return e.With("renew_deadline_ms", p.RenewDeadline.Milliseconds())
+}
+
+// Release stops renewing and releases the lease with its current version.
+// Transient failures are retried with the same arguments until the lease
+// would have expired; a version_mismatch adopts a newer version of this
+// execution, as renewals do.
+func (h *Hold) Release() (*Result, error) {
+	h.Stop()
+	return h.finish(func(cur HeldLease) (*Result, error) {
+		v := cur.Version
+		return h.ops.Release(lease.ReleaseRequest{Goal: cur.Goal, Todo: cur.Todo, Owner: cur.Owner,
+			IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: &v})
+	})
+}
+
+// Complete stops renewing and completes the todo with the lease proof,
+// which releases the lease in the same commit (retries as Release).
+func (h *Hold) Complete(evidence []string, note string) (*Result, error) {
+	h.Stop()
+	return h.finish(func(cur HeldLease) (*Result, error) {
+		return h.ops.Complete(lease.CompleteRequest{Goal: cur.Goal, Todo: cur.Todo, Actor: cur.Owner,
+			Evidence: evidence, Note: note, Proof: &lease.Proof{IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: cur.Version}})
+	})
+}
+
+// finish runs a final operation with the lease proof.
+func (h *Hold) finish(call func(HeldLease) (*Result, error)) (*Result, error) {
+	resynced := false
+	for {
+		h.mu.Lock()
+		cur, lastOK := h.cur, h.lastOK
+		h.mu.Unlock()
+		res, err := call(cur)
+		if err == nil {
+			return res, nil
+		}
+		le, ok := lease.AsError(err)
+		switch {
+		case ok && le.Code == lease.CodeVersionMismatch && !resynced:
+			resynced = true
+			lv, ierr := h.current(cur)
+			if ierr != nil || !h.x.ours(lv) || lv.Version == cur.Version {
+				return res, err
+			}
+			h.adopt(lv, time.Time{})
+		case !ok || lease.ClassOf(le.Code) == lease.Transient:
+			expiry := lastOK.Add(time.Duration(h.ttl) * time.Second)
+			at := h.clk.Now().Add(h.policy.shorten(h.policy.RetryPeriod, h.rnd()))
+			if !at.Before(expiry) {
+				return res, err
+			}
+			<-h.clk.After(at.Sub(h.clk.Now()))
+			if !h.clk.Now().Before(expiry) {
+				return res, err
+			}
+		default:
+			return res, err
+		}
+	}
+}

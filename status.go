@@ -1,0 +1,60 @@
+package loopx
+
+import (
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// Status reports who holds what in a goal: the claims and leases in force,
+// soonest expiry first, the holders no longer in force that were not taken
+// over yet, and the todos ready now for agent ("" for anybody). See
+// lease.Status for the judgements.
+func (s *Store) Status(goal, agent string) (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		g, err := s.goalOf(v, goal)
+		if err != nil {
+			return nil, err
+		}
+		return lease.Status(v, g, agent, now)
+	})
+}
+
+// nextExpiry returns how long until the soonest expiry of a claim or lease
+// in force in goal, judged on the head a waiting request last decided on
+// (the local ref; with a remote, the server's head as last fetched), so a
+// wait needs no extra round trip to learn it. ok is false when nothing in
+// force expires or the head cannot be read (the wait then relies on ref
+// changes and polling alone).
+func (s *Store) nextExpiry(goal string) (d time.Duration, ok bool) {
+	var head gitstore.Hash
+	var err error
+	if s.remote.name == "" || s.remote.offline {
+		head, err = s.git.Head()
+	} else {
+		head, err = s.git.ReadRef(s.git.TrackingRef(s.remote.name))
+	}
+	if err != nil || head.IsZero() {
+		return 0, false
+	}
+	sn, err := s.git.Snapshot(head)
+	if err != nil {
+		return 0, false
+	}
+	v := s.viewOf(sn)
+	now := lease.Now(s.opts.now(), sn.Time())
+	g, err := s.goalOf(v, goal)
+	if err != nil {
+		return 0, false
+	}
+	o, err := lease.Status(v, g, "", now)
+	if err != nil {
+		return 0, false
+	}
+	next := o.Data.(*lease.StatusData).NextExpiry
+	if next == nil {
+		return 0, false
+	}
+	return next.Sub(now), true
+}

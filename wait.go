@@ -1,0 +1,273 @@
+package loopx
+
+// --wait DURATION on `todo ready --claim` and `task-lease acquire`
+// (contract section 4): instead of refusing because the lease is held, a
+// scope conflicts, the todo is claimed or nothing is ready, wait until the
+// request can be applied, then apply it; at the deadline, answer what the
+// request answers then (the refusal it would have given).
+//
+//	for {
+//	    base := the head as last seen
+//	    answer := decide the request (an ordinary mutation: nothing special)
+//	    if the answer is not a waitable refusal, or the deadline passed: return it
+//	    sleep until the head differs from base, or the soonest expiry of a
+//	    claim or lease in force passes, or the deadline
+//	}
+//
+// Only the refusals in waitableCodes (and "nothing ready", the no_change of
+// ready --claim) wait; anything else (a malformed request, a version
+// mismatch, an unknown todo, a transient failure) returns at once.
+//
+// Locally the head is the ref file: the wait wakes on file notifications
+// (gitstore.RefWatch) and reads the ref every second as a fallback (every
+// 100ms without notifications). With a remote, the head is the server's:
+// polled with ls-remote (one ref advertisement, no pack) at intervals that
+// grow from 200ms to 5s, each drawn at random from the upper half of the
+// interval, so many waiting agents neither hammer the server nor poll in
+// step. A changed head, and the expiry of whatever blocks, wake a new
+// decision; waking on the expiry needs no polling at all.
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// waitableCodes are the refusals a --wait request waits out.
+var waitableCodes = []lease.Code{lease.CodeTodoLeaseConflict, lease.CodeWriteScopeConflict, lease.CodeClaimConflict}
+
+// Waitable reports whether a --wait request waits out err.
+func Waitable(err error) bool {
+	e, ok := lease.AsError(err)
+	return ok && slices.Contains(waitableCodes, e.Code)
+}
+
+// WaitOptions configure a waiting request.
+type WaitOptions struct {
+	// Timeout is how long to wait at most (the --wait DURATION); zero
+	// decides once, as without --wait.
+	Timeout time.Duration
+	// Stats, when set, is filled with what the wait did.
+	Stats *WaitStats
+	// Poll overrides the polling intervals (tests and benchmarks).
+	Poll *PollPolicy
+}
+
+// WaitStats counts what one waiting request did.
+type WaitStats struct {
+	// Attempts is the number of decisions made (1 without waiting).
+	Attempts int `json:"attempts"`
+	// Polls is the number of times the head was read to see whether it
+	// moved: ls-remote requests with a remote, ref reads locally.
+	Polls int `json:"polls"`
+	// Notifications is the number of file notifications that woke the wait.
+	Notifications int `json:"notifications"`
+	// Changes is the number of times the head was found moved.
+	Changes int `json:"changes"`
+	// ExpiryWakes is the number of wake-ups at a holder's expiry.
+	ExpiryWakes int `json:"expiry_wakes"`
+	// WaitedMS is the time spent waiting, in milliseconds.
+	WaitedMS int64 `json:"waited_ms"`
+}
+
+// PollPolicy is how often a wait looks at the head.
+type PollPolicy struct {
+	// Local is the fallback interval of ref reads with file notifications;
+	// LocalNoNotify without them.
+	Local, LocalNoNotify time.Duration
+	// RemoteMin and RemoteMax bound the remote polling interval, which
+	// grows by RemoteFactor after each poll that saw no change.
+	RemoteMin, RemoteMax time.Duration
+	RemoteFactor         float64
+}
+
+// DefaultPollPolicy is the polling of --wait.
+var DefaultPollPolicy = PollPolicy{Local: time.Second, LocalNoNotify: 100 * time.Millisecond,
+	RemoteMin: 200 * time.Millisecond, RemoteMax: 5 * time.Second, RemoteFactor: 1.6}
+
+// jitterUpper draws a duration uniformly from [d/2, d].
+func jitterUpper(d time.Duration, r float64) time.Duration {
+	return d/2 + time.Duration(float64(d/2)*r)
+}
+
+// nextInterval is the remote polling interval after one that saw no change.
+func (p PollPolicy) nextInterval(d time.Duration) time.Duration {
+	if d < p.RemoteMin {
+		return p.RemoteMin
+	}
+	n := time.Duration(float64(d) * p.RemoteFactor)
+	if n > p.RemoteMax {
+		n = p.RemoteMax
+	}
+	return n
+}
+
+// expirySlack is added to an expiry before re-deciding: the decision time
+// is whole seconds, and the expiry must be strictly in the past.
+const expirySlack = 50 * time.Millisecond
+
+// AcquireWait is Acquire with --wait: while the lease is held by another
+// effective execution or a scope conflicts, it waits (up to w.Timeout).
+func (s *Store) AcquireWait(ctx context.Context, req lease.AcquireRequest, w WaitOptions) (*Result, error) {
+	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.Acquire(req) }, waitRefused)
+}
+
+// ClaimWait is Claim with --wait (used by `loopx run --claim --wait`).
+func (s *Store) ClaimWait(ctx context.Context, req lease.ClaimRequest, w WaitOptions) (*Result, error) {
+	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.Claim(req) }, waitRefused)
+}
+
+// ReadyClaimWait is ReadyClaim with --wait: while nothing is ready (or the
+// one ready todo cannot be claimed for a waitable reason) it waits.
+func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest, w WaitOptions) (*Result, error) {
+	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.ReadyClaim(req) }, func(res *Result, err error) bool {
+		if err != nil {
+			return Waitable(err)
+		}
+		return nothingClaimed(res)
+	})
+}
+
+func waitRefused(_ *Result, err error) bool { return Waitable(err) }
+
+// nothingClaimed reports a ready --claim that found nothing to claim.
+func nothingClaimed(res *Result) bool {
+	if res == nil || res.Status != lease.StatusNoChange {
+		return false
+	}
+	tr, ok := res.Data.(*lease.TodoResult)
+	return ok && tr.Claimed != nil && !*tr.Claimed
+}
+
+// waitFor decides attempt until it is not blocked or the deadline passes
+// (see the file comment).
+func (s *Store) waitFor(ctx context.Context, goal string, w WaitOptions, attempt func() (*Result, error), blocked func(*Result, error) bool) (*Result, error) {
+	stats := w.Stats
+	if stats == nil {
+		stats = &WaitStats{}
+	}
+	policy := DefaultPollPolicy
+	if w.Poll != nil {
+		policy = *w.Poll
+	}
+	start := time.Now()
+	deadline := start.Add(w.Timeout)
+	defer func() { stats.WaitedMS = time.Since(start).Milliseconds() }()
+	remote := s.remote.name != "" && !s.remote.offline
+	var watch *gitstore.RefWatch
+	defer func() {
+		if watch != nil {
+			watch.Close()
+		}
+	}()
+	interval := time.Duration(0) // remote polling interval, grown by each quiet poll
+
+	base, baseOK := s.waitHead(ctx, remote, stats)
+	for {
+		res, err := attempt()
+		stats.Attempts++
+		if !blocked(res, err) || !time.Now().Before(deadline) {
+			return res, err
+		}
+		wake := deadline
+		if d, ok := s.nextExpiry(goal); ok {
+			// d is counted from the decision time, whole seconds of the
+			// machine's clock (or LOOPX_NOW).
+			if at := time.Now().Truncate(time.Second).Add(d + expirySlack); at.Before(wake) {
+				wake = at
+			}
+		}
+		if !remote && watch == nil {
+			watch = s.git.WatchRef()
+		}
+		var changed bool
+		if remote {
+			changed, base, baseOK, interval = s.pollRemote(ctx, base, baseOK, wake, interval, policy, stats)
+		} else {
+			changed, base, baseOK = s.watchLocal(ctx, watch, base, baseOK, wake, policy, stats)
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if !changed && !time.Now().Before(wake) && wake.Before(deadline) {
+			stats.ExpiryWakes++
+		}
+	}
+}
+
+// waitHead reads the head a wait compares with: the local ref, or the
+// server's (ls-remote). ok is false when it could not be read; any head
+// read later then counts as a change.
+func (s *Store) waitHead(ctx context.Context, remote bool, stats *WaitStats) (gitstore.Hash, bool) {
+	stats.Polls++
+	var h gitstore.Hash
+	var err error
+	if remote {
+		h, err = s.git.LsRemote(ctx, s.remote.name)
+	} else {
+		h, err = s.git.Head()
+	}
+	return h, err == nil
+}
+
+// watchLocal sleeps until the local ref differs from base, or until wake.
+func (s *Store) watchLocal(ctx context.Context, watch *gitstore.RefWatch, base gitstore.Hash, baseOK bool, wake time.Time, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool) {
+	every := p.Local
+	if !watch.Native() {
+		every = p.LocalNoNotify
+	}
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Until(wake))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, base, baseOK
+		case <-timer.C:
+			return false, base, baseOK
+		case <-watch.C:
+			stats.Notifications++
+		case <-ticker.C:
+		}
+		h, ok := s.waitHead(ctx, false, stats)
+		if ok && (!baseOK || h != base) {
+			stats.Changes++
+			// The writers that woke us all wake together: spread their
+			// decisions a little, since each takes the writer fence.
+			time.Sleep(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
+			return true, h, true
+		}
+	}
+}
+
+// pollRemote polls the server's head with growing, jittered intervals
+// until it differs from base, or until wake.
+func (s *Store) pollRemote(ctx context.Context, base gitstore.Hash, baseOK bool, wake time.Time, interval time.Duration, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool, time.Duration) {
+	for {
+		interval = p.nextInterval(interval)
+		sleep := jitterUpper(interval, rand.Float64())
+		if until := time.Until(wake); until < sleep {
+			sleep = until
+		}
+		t := time.NewTimer(max(sleep, 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, base, baseOK, interval
+		case <-t.C:
+		}
+		if !time.Now().Before(wake) {
+			return false, base, baseOK, interval
+		}
+		h, ok := s.waitHead(ctx, true, stats)
+		if ok && (!baseOK || h != base) {
+			stats.Changes++
+			return true, h, true, interval
+		}
+	}
+}
