@@ -219,8 +219,9 @@ type linVerdict struct {
 	lease     *linView // the result's lease (nil: null/absent)
 	orig      *linReceipt
 	receiptID string // the receipt this decision wrote
-	// claim and clear results
-	claim bool
+	// claim and clear results; todoChanged: the todo was written (its
+	// updated_at is the decision time)
+	claim, todoChanged bool
 }
 
 func refuse(s *linState, codes ...string) linVerdict { return linVerdict{codes: codes, next: s} }
@@ -388,7 +389,7 @@ func (s *linState) decide(in *linInput, t int64) linVerdict {
 			}
 			n.floor = max(n.floor, t)
 		}
-		v := linVerdict{status: "no_change", next: n, claim: true}
+		v := linVerdict{status: "no_change", next: n, claim: true, todoChanged: changed}
 		if changed {
 			v.status = "applied"
 		}
@@ -424,7 +425,7 @@ func (s *linState) decide(in *linInput, t int64) linVerdict {
 			n := s.clone()
 			n.claimedBy, n.claimTTL, n.claimedAt, n.claimExp = "", 0, 0, 0
 			n.floor = max(n.floor, t)
-			v.status, v.next = "applied", n
+			v.status, v.next, v.todoChanged = "applied", n, true
 		}
 		if verified {
 			v.lease = v.next.view(t)
@@ -487,7 +488,7 @@ func (v linVerdict) matches(in *linInput, o *linOutput, t int64) bool {
 		if o.ClaimedBy != n.claimant(t) || o.ClaimedAt != n.claimedAt || o.ClaimExpires != n.claimExp {
 			return false
 		}
-		if v.status == "applied" && o.UpdatedAt != t {
+		if v.todoChanged && o.UpdatedAt != t {
 			return false
 		}
 	}
