@@ -33,10 +33,10 @@ package loopx_test
 
 import (
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,6 +130,7 @@ type linState struct {
 	floor     int64
 	receipts  map[string]linReceipt // shared between states: copy on write
 	seen      map[string]bool       // shared: copy on write
+	rhash     uint64                // of receipts and seen, kept as they change
 	hash      uint64
 }
 
@@ -138,21 +139,43 @@ func (s *linState) clone() *linState {
 	return &c
 }
 
+// linHash hashes strings and integers (FNV-1a).
+type linHash uint64
+
+func (h linHash) str(s string) linHash {
+	if h == 0 {
+		h = 14695981039346656037
+	}
+	for i := 0; i < len(s); i++ {
+		h = (h ^ linHash(s[i])) * 1099511628211
+	}
+	return (h ^ 0xff) * 1099511628211
+}
+
+func (h linHash) num(n int64) linHash { return h.str(strconv.FormatInt(n, 36)) }
+
+func (h linHash) lease(l linLease) linHash {
+	h = h.str(l.Owner).str(l.Key).num(l.Version).num(l.Epoch).num(l.Expires).num(l.Acquired).num(l.Renewed).num(l.Released).str(l.Scopes)
+	if l.Active {
+		h = h.str("active")
+	}
+	return h
+}
+
+func receiptHash(id string, r linReceipt) uint64 {
+	h := linHash(0).str(id).str(r.Digest).str(r.Status).num(r.Decided).str(r.Revision)
+	if r.HasLease {
+		h = h.lease(r.Lease)
+	}
+	return uint64(h) * 0x9e3779b97f4a7c15
+}
+
 func (s *linState) finish() *linState {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%v|%+v|%s|%d|%d|%d|%d|%d|%d", s.has, s.lease, s.claimedBy, s.claimTTL, s.claimedAt, s.claimExp, s.floor, len(s.receipts), len(s.seen))
-	x := h.Sum64()
-	for id, r := range s.receipts {
-		hh := fnv.New64a()
-		fmt.Fprintf(hh, "%s=%+v", id, r)
-		x ^= hh.Sum64() * 0x9e3779b97f4a7c15
+	h := linHash(0).lease(s.lease).str(s.claimedBy).num(s.claimTTL).num(s.claimedAt).num(s.claimExp).num(s.floor)
+	if s.has {
+		h = h.str("has")
 	}
-	for k := range s.seen {
-		hh := fnv.New64a()
-		hh.Write([]byte("k:" + k))
-		x ^= hh.Sum64()
-	}
-	s.hash = x
+	s.hash = uint64(h) ^ s.rhash
 	return s
 }
 
@@ -161,7 +184,7 @@ func linEqual(a, b any) bool {
 	if x == y {
 		return true
 	}
-	if x.hash != y.hash || x.has != y.has || x.lease != y.lease || x.claimedBy != y.claimedBy || x.claimTTL != y.claimTTL ||
+	if x.hash != y.hash || x.rhash != y.rhash || x.has != y.has || x.lease != y.lease || x.claimedBy != y.claimedBy || x.claimTTL != y.claimTTL ||
 		x.claimedAt != y.claimedAt || x.claimExp != y.claimExp || x.floor != y.floor {
 		return false
 	}
@@ -232,17 +255,35 @@ func (s *linState) withReceipt(id string, r linReceipt) *linState {
 	if n.receipts == nil {
 		n.receipts = map[string]linReceipt{}
 	}
+	if old, ok := n.receipts[id]; ok {
+		n.rhash ^= receiptHash(id, old)
+	}
 	n.receipts[id] = r
+	n.rhash ^= receiptHash(id, r)
 	return n
 }
 
+// setRevision records the revision a new receipt was written at (known from
+// the output only); n owns its receipts map.
+func (n *linState) setRevision(id, rev string) {
+	r := n.receipts[id]
+	n.rhash ^= receiptHash(id, r)
+	r.Revision = rev
+	n.receipts[id] = r
+	n.rhash ^= receiptHash(id, r)
+}
+
 func (s *linState) withSeen(key string) {
+	if s.seen[key] {
+		return
+	}
 	seen := maps.Clone(s.seen)
 	if seen == nil {
 		seen = map[string]bool{}
 	}
 	seen[key] = true
 	s.seen = seen
+	s.rhash ^= uint64(linHash(0).str("key").str(key))
 }
 
 func snapshot(s *linState) (bool, linLease) { return s.has, s.lease }
@@ -515,9 +556,7 @@ func linStep(state, input, output any) []any {
 			if n != s && v.receiptID != "" && v.orig == nil {
 				// A new receipt: remember the revision it was written at,
 				// which every replay of it must report.
-				r := n.receipts[v.receiptID]
-				r.Revision = o.Revision
-				n.receipts[v.receiptID] = r
+				n.setRevision(v.receiptID, o.Revision)
 			}
 			if n != s {
 				n.finish()
