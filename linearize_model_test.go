@@ -20,6 +20,15 @@ package loopx_test
 //
 // Unknown outcomes (exit 3, killed) accept any output: the next states are
 // "it did not take effect" and "it was decided at some t in its window".
+// Each attempt of a retried call is its own operation; a retry answered
+// replayed is the call's output, and linearizes only after an earlier
+// attempt (or another caller's identical request) took effect.
+//
+// A result must match the model exactly: status; the lease shown (owner, key,
+// version, epoch, status, acquired/renewed/released/expires times,
+// effective at t); for a replay the original receipt (status, decision time,
+// lease snapshot) and the revision first applied; for claim and clear the
+// effective claimant, claimed_at, claim_expires_at and updated_at.
 //
 // Refusals. Where several admission rules fail at once the contract does not
 // say which code wins, so the model accepts any code of a rule that fails,
