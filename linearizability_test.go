@@ -112,7 +112,7 @@ type linRun struct {
 	unknownIx []int // indexes in hist of unknown remote attempts (interval without end)
 	know      map[string]*linKnow
 	counts    map[string]int
-	stats     struct{ calls, attempts, killed, transient, daemonKills int }
+	stats     struct{ calls, attempts, killed, transient, daemonKills, staleLocks int }
 	nextID    int
 }
 
@@ -167,7 +167,7 @@ func linearizability(t *testing.T, mode string) {
 	stopKiller := make(chan struct{})
 	killerDone := make(chan struct{})
 	if d != nil && *linDaemonKill {
-		go r.daemonKiller(d, rand.New(rand.NewPCG(seed, 99)), stopKiller, killerDone)
+		go r.daemonKiller(d, bare, rand.New(rand.NewPCG(seed, 99)), stopKiller, killerDone)
 	} else {
 		close(killerDone)
 	}
@@ -588,7 +588,14 @@ func (r *linRun) record(c int, in *linInput, out *linOutput, callT, retT int64) 
 
 // daemonKiller kills the git daemon (its whole process group, so pushes
 // and fetches in flight die too) at random moments and restarts it.
-func (r *linRun) daemonKiller(d *daemon, rng *rand.Rand, stop <-chan struct{}, done chan<- struct{}) {
+//
+// A receive-pack killed between creating refs/loopx/state.lock and renaming
+// it leaves that lock in the server's repository, and git never removes it:
+// every later push is refused until someone does. While the daemon is down
+// no git process runs on the server's repository, so the killer does what
+// the server's operator would do (and git's message says): it removes the
+// lock files, and counts them.
+func (r *linRun) daemonKiller(d *daemon, bare string, rng *rand.Rand, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
 		select {
@@ -600,12 +607,44 @@ func (r *linRun) daemonKiller(d *daemon, rng *rand.Rand, stop <-chan struct{}, d
 		r.mu.Lock()
 		r.stats.daemonKills++
 		r.mu.Unlock()
+		if n := linRemoveServerLocks(r.t, bare); n > 0 {
+			r.mu.Lock()
+			r.stats.staleLocks += n
+			r.mu.Unlock()
+		}
 		time.Sleep(time.Duration(30+rng.IntN(200)) * time.Millisecond)
-		if err := linStartDaemon(d); err != nil {
+		var err error
+		for range 5 {
+			if err = linStartDaemon(d); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
 			r.t.Errorf("restart git daemon: %v", err)
 			return
 		}
 	}
+}
+
+// linRemoveServerLocks removes the ref lock files left in a bare
+// repository (refs/**.lock, packed-refs.lock) and returns how many.
+func linRemoveServerLocks(t testing.TB, bare string) int {
+	n := 0
+	remove := func(p string) {
+		if err := os.Remove(p); err == nil {
+			n++
+			t.Logf("removed %s, left by a git receive-pack killed with the daemon", p)
+		}
+	}
+	_ = filepath.WalkDir(filepath.Join(bare, "refs"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(p, ".lock") {
+			remove(p)
+		}
+		return nil
+	})
+	remove(filepath.Join(bare, "packed-refs.lock"))
+	return n
 }
 
 // linStartDaemon starts d again on its port, as daemon.start does, but
@@ -654,8 +693,8 @@ func (r *linRun) report(elapsed time.Duration) {
 			unknown++
 		}
 	}
-	t.Logf("%s: %d calls, %d attempts in %v: %d killed, %d exit 3 (all retried with the same arguments), %d unknown outcomes in the history, %d git daemon kills",
-		r.mode, r.stats.calls, r.stats.attempts, elapsed.Round(time.Millisecond), r.stats.killed, r.stats.transient, unknown, r.stats.daemonKills)
+	t.Logf("%s: %d calls, %d attempts in %v: %d killed, %d exit 3 (all retried with the same arguments), %d unknown outcomes in the history, %d git daemon kills, %d stale server ref locks removed",
+		r.mode, r.stats.calls, r.stats.attempts, elapsed.Round(time.Millisecond), r.stats.killed, r.stats.transient, unknown, r.stats.daemonKills, r.stats.staleLocks)
 }
 
 // linExplain says where each partition that does not linearize gets stuck:
