@@ -506,6 +506,7 @@ func (r *linRun) attempt(c int, in *linInput, args []string, delay time.Duration
 	case 0:
 	case 1:
 		if slices.Contains(strings.Split(*linAsUnknown, ","), errCode) {
+			r.t.Logf("client %d: loopx %v: exit 1, treated as unknown: %s", c, args, raw)
 			return &linOutput{Unknown: true, Detail: "exit 1 " + errCode + " (as unknown)"}, callT, retT
 		}
 		if !slices.Contains(linCodes, errCode) {
