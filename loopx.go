@@ -339,7 +339,12 @@ func (s *Store) checkInitRef(in InitOptions) error {
 	if c, ok, err := s.git.HeadCommit(ref); err != nil {
 		return mapErr(err)
 	} else if ok {
-		if _, loopxMade := lease.ParseMessage(c.Message); !loopxMade {
+		// A store's tree has its root record; a code branch does not.
+		isStore := false
+		if sn, err := s.git.Snapshot(c.Hash); err == nil {
+			_, isStore, _ = sn.Read(lease.MetaPath)
+		}
+		if _, loopxMade := lease.ParseMessage(c.Message); !loopxMade && !isStore {
 			subject, _, _ := strings.Cut(c.Message, "\n")
 			return lease.Errorf(lease.CodeInvalidRequest, "%s holds history loopx did not make (head %s %q): init will not put a store on it; choose another ref",
 				ref, c.Hash.String()[:12], subject).With("field", "ref")
