@@ -27,6 +27,7 @@ func seedTodos(t testing.TB, dir string, n, nLeases int) {
 			id := fmt.Sprintf("todo_seed_%06d", i)
 			td := &lease.Todo{ID: id, Text: "seeded " + id, Status: lease.TodoOpen, Priority: "P3", CreatedAt: now, UpdatedAt: now}
 			if i < nLeases {
+				td.LeaseEpoch = 1 // the lease's epoch (lease/generation.go)
 				td.RequiredWriteScopes = []string{fmt.Sprintf("seed/%d/**", i)}
 				l := &lease.Lease{TodoID: id, Owner: "seed-agent", IdempotencyKey: "seed-" + id, Version: 1, Epoch: 1,
 					Status: lease.LeaseActive, WriteScopes: td.RequiredWriteScopes, AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour),
