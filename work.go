@@ -64,13 +64,9 @@ func (s *Store) ListTodos(f TodoFilter) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		views := make([]lease.TodoView, 0, len(todos))
-		for _, t := range todos {
-			tv, err := lease.ViewTodo(v, g, t, now, false)
-			if err != nil {
-				return nil, err
-			}
-			views = append(views, tv)
+		views, err := lease.ViewTodos(v, g, todos, now)
+		if err != nil {
+			return nil, err
 		}
 		return &lease.Outcome{Operation: "todo.list", Data: map[string]any{"goal_id": g, "todos": views, "count": len(views)}}, nil
 	})
@@ -94,13 +90,9 @@ func (s *Store) Ready(goal, agent string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		views := make([]lease.TodoView, 0, len(todos))
-		for _, t := range todos {
-			tv, err := lease.ViewTodo(v, g, t, now, false)
-			if err != nil {
-				return nil, err
-			}
-			views = append(views, tv)
+		views, err := lease.ViewTodos(v, g, todos, now)
+		if err != nil {
+			return nil, err
 		}
 		return &lease.Outcome{Operation: "todo.ready", Data: map[string]any{"goal_id": g, "agent_id": a, "todos": views, "count": len(views)}}, nil
 	})

@@ -30,11 +30,13 @@ type RecordCache struct {
 // cacheFile is the persisted form of a RecordCache.
 type cacheFile struct {
 	Format int
-	Todos  map[string]Todo
-	Leases map[string]Lease
+	Todos  map[string]*Todo
+	Leases map[string]*Lease
 }
 
-const cacheFormat = 1
+// cacheFormat 2 decodes records straight into the cache's pointers (1
+// decoded values and copied each).
+const cacheFormat = 2
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.
@@ -58,11 +60,13 @@ func (c *RecordCache) init() {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil || f.Format != cacheFormat {
 		return // an unreadable cache is an empty cache
 	}
+	c.todos = make(map[string]any, len(f.Todos))
+	c.leases = make(map[string]any, len(f.Leases))
 	for h, t := range f.Todos {
-		c.todos[h] = &t
+		c.todos[h] = t
 	}
 	for h, l := range f.Leases {
-		c.leases[h] = &l
+		c.leases[h] = l
 	}
 }
 
@@ -94,13 +98,13 @@ func (c *RecordCache) WorthSaving() bool {
 // since it was loaded (so it tracks the live store and stays bounded).
 func (c *RecordCache) Encode() []byte {
 	c.init()
-	f := cacheFile{Format: cacheFormat, Todos: map[string]Todo{}, Leases: map[string]Lease{}}
+	f := cacheFile{Format: cacheFormat, Todos: map[string]*Todo{}, Leases: map[string]*Lease{}}
 	for h := range c.seen {
 		if t, ok := c.todos[h].(*Todo); ok {
-			f.Todos[h] = *t
+			f.Todos[h] = t
 		}
 		if l, ok := c.leases[h].(*Lease); ok {
-			f.Leases[h] = *l
+			f.Leases[h] = l
 		}
 	}
 	var buf bytes.Buffer

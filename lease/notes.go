@@ -118,6 +118,29 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 	if err != nil {
 		return TodoView{}, err
 	}
+	return viewTodo(v, goal, t, l, now, withRelations)
+}
+
+// ViewTodos returns todos as list and ready show them (ViewTodo without
+// relations), for todos just read from v and not modified since.
+func ViewTodos(v *View, goal string, todos []*Todo, now time.Time) ([]TodoView, error) {
+	out := make([]TodoView, 0, len(todos))
+	for _, t := range todos {
+		l, err := v.leaseOfRecord(goal, t)
+		if err != nil {
+			return nil, err
+		}
+		tv, err := viewTodo(v, goal, t, l, now, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tv)
+	}
+	return out, nil
+}
+
+func viewTodo(v *View, goal string, t *Todo, l *Lease, now time.Time, withRelations bool) (TodoView, error) {
+	var err error
 	tv := TodoView{Todo: *t, Notes: []NoteView{}}
 	if t.ClaimedBy != "" && !ClaimEffective(t, now) {
 		tv.ClaimExpired = true

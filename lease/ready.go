@@ -54,7 +54,7 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 	if g.Status == GoalArchived {
 		return out, nil
 	}
-	todos, err := v.Todos(goal)
+	todos, err := v.todosShared(goal) // read only: the callers show them, never modify them
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
 package lease
 
 import (
+	"cmp"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -16,23 +17,33 @@ func PriorityRank(p string) int {
 
 // SortTodos orders todos highest priority first, then oldest, then by id.
 func SortTodos(todos []*Todo) {
-	sort.SliceStable(todos, func(i, j int) bool {
-		a, b := todos[i], todos[j]
-		if ra, rb := PriorityRank(a.Priority), PriorityRank(b.Priority); ra != rb {
-			return ra < rb
+	type keyed struct {
+		rank int
+		t    *Todo
+	}
+	ks := make([]keyed, len(todos))
+	for i, t := range todos {
+		ks[i] = keyed{PriorityRank(t.Priority), t}
+	}
+	slices.SortStableFunc(ks, func(x, y keyed) int {
+		if x.rank != y.rank {
+			return cmp.Compare(x.rank, y.rank)
 		}
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.Before(b.CreatedAt)
+		if c := x.t.CreatedAt.Compare(y.t.CreatedAt); c != 0 {
+			return c
 		}
-		return a.ID < b.ID
+		return strings.Compare(x.t.ID, y.t.ID)
 	})
+	for i, k := range ks {
+		todos[i] = k.t
+	}
 }
 
 // ListTodos returns the goal's todos filtered by status ("" = all) and by
 // agent ("" = all; else todos whose effective claim the agent holds, as
 // claimed_by or scope agent, or whose active lease it owns), sorted.
 func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, error) {
-	all, err := v.Todos(goal)
+	all, err := v.todosShared(goal) // read only: shown, never modified
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +53,7 @@ func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, err
 			continue
 		}
 		if agent != "" && !HoldsClaim(t, agent, now) {
-			l, err := v.Lease(goal, t.ID)
+			l, err := v.leaseOfRecord(goal, t)
 			if err != nil {
 				return nil, err
 			}

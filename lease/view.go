@@ -36,6 +36,9 @@ type View struct {
 	cache    *RecordCache
 	// dependents, when set, answers Dependents from a derived index.
 	dependents DependentsIndex
+	// tracked memoizes tracksGenerations (0: not known yet, 1: no, 2:
+	// yes); writing the meta record forgets it.
+	tracked int8
 }
 
 // DependentsIndex answers, from an index derived from the view's records
@@ -91,15 +94,22 @@ func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, deco
 		p, hash string
 		data    []byte
 	}
+	prefix := dir + "/"
+	var written []string // the decision's writes under dir
+	for p := range v.writes {
+		if strings.HasPrefix(p, prefix) {
+			written = append(written, p)
+		}
+	}
 	var items []item
-	seen := map[string]bool{}
 	err := hf.WalkHashes(dir, func(p, hash string) error {
-		seen[p] = true
-		if w, ok := v.writes[p]; ok {
-			if w != nil {
-				items = append(items, item{p: p, data: w})
+		if len(written) > 0 {
+			if w, ok := v.writes[p]; ok {
+				if w != nil {
+					items = append(items, item{p: p, data: w})
+				}
+				return nil
 			}
-			return nil
 		}
 		items = append(items, item{p: p, hash: hash})
 		return nil
@@ -107,12 +117,21 @@ func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, deco
 	if err != nil {
 		return err
 	}
-	for p, data := range v.writes {
-		if !seen[p] && data != nil && strings.HasPrefix(p, dir+"/") {
-			items = append(items, item{p: p, data: data})
+	if len(written) > 0 {
+		seen := make(map[string]bool, len(items))
+		for _, it := range items {
+			seen[it.p] = true
+		}
+		for _, p := range written {
+			if data := v.writes[p]; !seen[p] && data != nil {
+				items = append(items, item{p: p, data: data})
+			}
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].p < items[j].p })
+	// A walk gives path order already: sort only what it does not.
+	if !sort.SliceIsSorted(items, func(i, j int) bool { return items[i].p < items[j].p }) {
+		sort.Slice(items, func(i, j int) bool { return items[i].p < items[j].p })
+	}
 	for _, it := range items {
 		var rec any
 		if it.hash != "" {
@@ -200,11 +219,16 @@ func (v *View) put(p string, r record) {
 	if err := r.Validate(); err != nil {
 		panic(fmt.Sprintf("lease: writing invalid record %s: %v", p, err)) // a bug in a decision
 	}
-	v.writes[p] = Encode(r)
+	v.PutFile(p, Encode(r))
 }
 
 // PutFile writes raw bytes (e.g. the board); nil deletes.
-func (v *View) PutFile(p string, data []byte) { v.writes[p] = data }
+func (v *View) PutFile(p string, data []byte) {
+	if p == MetaPath {
+		v.tracked = 0
+	}
+	v.writes[p] = data
+}
 
 // ReadFile reads raw bytes, overlay included.
 func (v *View) ReadFile(p string) ([]byte, bool, error) { return v.read(p) }
@@ -327,6 +351,16 @@ func (v *View) Todo(goal, id string) (*Todo, error) {
 
 // Todos returns every todo of the goal, sorted by path (not by id).
 func (v *View) Todos(goal string) ([]*Todo, error) {
+	out, err := v.todosShared(goal)
+	for i, t := range out {
+		out[i] = t.Clone()
+	}
+	return out, err
+}
+
+// todosShared is Todos without copying the records out of the record
+// cache: for reads that never modify what they get (list, ready).
+func (v *View) todosShared(goal string) ([]*Todo, error) {
 	var out []*Todo
 	err := v.scanRecords(TodosDir(goal), func(c *RecordCache) map[string]any { return c.todos },
 		func(p string, data []byte) (any, error) {
@@ -334,14 +368,17 @@ func (v *View) Todos(goal string) ([]*Todo, error) {
 			return &t, DecodeAt(p, data, &t)
 		},
 		func(p string, rec any) error {
-			t := rec.(*Todo).Clone()
+			t := rec.(*Todo)
 			if p != TodoPath(goal, t.ID) {
 				return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
 			}
 			out = append(out, t)
 			return nil
 		})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // PutTodo writes a todo.
@@ -369,6 +406,23 @@ func (v *View) Lease(goal, todo string) (*Lease, error) {
 	return l, nil
 }
 
+// leaseOfRecord is Lease for a todo record t just read from v (and not
+// modified since), which it does not read again: scans that have every
+// todo at hand (list, ready) look up each one's lease this way.
+func (v *View) leaseOfRecord(goal string, t *Todo) (*Lease, error) {
+	l, err := v.leaseRecord(goal, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if tracked, err := v.tracksGenerations(); err != nil || !tracked {
+		return l, err
+	}
+	if err := checkGeneration(goal, t.ID, t, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 	var l Lease
 	p := LeasePath(goal, todo)
@@ -382,11 +436,18 @@ func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 // tracksGenerations reports whether the store's todos carry their lease's
 // epoch (format 2 on; the upgrade backfills it).
 func (v *View) tracksGenerations() (bool, error) {
+	if v.tracked != 0 {
+		return v.tracked == 2, nil
+	}
 	m, err := v.Meta()
 	if err != nil {
 		return false, err
 	}
-	return m != nil && m.FormatVersion >= 2, nil
+	v.tracked = 1
+	if m != nil && m.FormatVersion >= 2 {
+		v.tracked = 2
+	}
+	return v.tracked == 2, nil
 }
 
 // Leases returns every lease record of the goal (all of them, never a page).

@@ -102,7 +102,7 @@ func summarize(ss []sample) fig {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
-func mib(kb int64) string     { return fmt.Sprintf("%.0f", float64(kb)/1024) }
+func mib(kb int64) string       { return fmt.Sprintf("%.0f", float64(kb)/1024) }
 
 // store builds (once) a store with the seeder of v (args are scaleseed's)
 // and returns a fresh copy of it for this run.

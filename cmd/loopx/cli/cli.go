@@ -192,11 +192,14 @@ func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
 
 func (e *env) print(res *loopx.Result) error {
 	if e.format == "json" {
-		data, err := json.Marshal(res)
+		// The result's own encoding is already compact JSON: not through
+		// json.Marshal, which would check and copy it once more (a
+		// 10,000-todo list is 3 MB).
+		data, err := res.MarshalJSON()
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
+		_, err = e.stdout.Write(append(data, '\n'))
 		return err
 	}
 	printText(e.stdout, res, now())

@@ -1,0 +1,202 @@
+package loopx
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// legacyMarshal is the envelope as Result.MarshalJSON made it before it
+// was one pass: Data marshalled, decoded into a map, the envelope added,
+// and the map marshalled (which sorts the keys at every level). The bytes
+// of results must not change: testscripts and programs match them.
+func legacyMarshal(r *Result) ([]byte, error) {
+	m := map[string]any{}
+	if r.Data != nil {
+		raw, err := json.Marshal(r.Data)
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > 0 && raw[0] == '{' {
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, err
+			}
+		} else {
+			m["result"] = json.RawMessage(raw)
+		}
+	}
+	m["ok"] = true
+	m["operation"] = r.Operation
+	m["provider"] = "git"
+	m["current_provider_revision"] = r.CurrentRevision
+	m["current_cursor"] = r.Cursor
+	if r.Remote != nil {
+		r.Remote.fill(m)
+	}
+	if r.ClockSkew != nil {
+		m["clock_skew"] = r.ClockSkew
+	}
+	if r.Mutation {
+		m["status"] = r.Status
+		m["idempotent"] = r.Status != "applied"
+		m["revision"] = r.Revision
+		m["projection_delivery"] = r.Projection
+		if r.Projection == ProjectionPending {
+			m["retry_business_mutation"] = false
+			if r.ProjectionError != "" {
+				m["projection_error"] = r.ProjectionError
+			}
+		}
+	}
+	return json.Marshal(m)
+}
+
+// unsorted declares its fields out of key order, nests objects in arrays
+// and holds text JSON escapes.
+type unsorted struct {
+	Zeta  string            `json:"zeta"`
+	Alpha []map[string]any  `json:"alpha"`
+	Mid   *unsorted         `json:"mid,omitempty"`
+	Raw   json.RawMessage   `json:"raw,omitempty"`
+	Tags  map[string]string `json:"tags,omitempty"`
+	Empty []string          `json:"empty"`
+	Null  *int              `json:"null"`
+	Num   float64           `json:"num"`
+	Big   int64             `json:"big"`
+}
+
+func TestResultJSONBytesUnchanged(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	todo := lease.Todo{ID: "todo_a", Text: "<b>&\"quoted\"\u2028 é \x01", Status: lease.TodoOpen, Priority: "P1",
+		DependsOn: []string{"todo_b"}, CreatedAt: at, UpdatedAt: at, ClaimedBy: "agent-a", ClaimedAt: &at,
+		Notes: []lease.Note{{Text: "n", Author: "agent-a", At: at}}}
+	tv := lease.TodoView{Todo: todo, Notes: []lease.NoteView{{Note: todo.Notes[0], Stale: true}}}
+	lv := lease.LeaseView{}
+	nested := &unsorted{Zeta: "z", Alpha: []map[string]any{{"b": 1, "a": []any{map[string]any{"y": 1, "x": 2}}}},
+		Mid: &unsorted{Zeta: "inner", Empty: []string{}}, Raw: json.RawMessage(`{"q":1,"p":{"d":[],"c":null}}`),
+		Tags: map[string]string{"k\"ey": "v", "a\\b": "w", "é": "x"}, Num: 0.1, Big: 1 << 52}
+	for _, c := range []struct {
+		name string
+		r    *Result
+	}{
+		{"read", &Result{Operation: "todo.list", CurrentRevision: "abc", Cursor: 7,
+			Data: map[string]any{"goal_id": "g", "todos": []lease.TodoView{tv, tv}, "count": 2}}},
+		{"show with relations", &Result{Operation: "todo.show", Data: map[string]any{"todo": lease.TodoView{Todo: todo,
+			Notes: []lease.NoteView{}, TodoRelations: &lease.TodoRelations{Unblocks: []string{}, Lease: &lv}}}}},
+		{"mutation delivered", &Result{Operation: "task-lease.acquire", Mutation: true, Status: lease.StatusApplied,
+			Revision: "r1", CurrentRevision: "r2", Projection: ProjectionDelivered, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_a"}}},
+		{"mutation pending", &Result{Operation: "todo.add", Mutation: true, Status: lease.StatusReplayed,
+			Projection: ProjectionPending, ProjectionError: "boom <&>", Data: nested}},
+		{"data overrides", &Result{Operation: "x", Data: map[string]any{"ok": false, "operation": "y", "provider": "p", "zz": 1}}},
+		{"remote and skew", &Result{Operation: "log", Remote: &RemoteInfo{Name: "origin", Offline: true, Pending: 2,
+			FetchedAt: at, CheckedAt: at}, ClockSkew: &lease.Skew{HeadTime: "2026-01-02T03:04:05Z", LocalTime: "2026-01-02T03:03:05Z", MaxClockSkewSeconds: 30}, Data: nested}},
+		{"array data", &Result{Operation: "a", Data: []any{map[string]any{"b": 1, "a": 2}}}},
+		{"string data", &Result{Operation: "a", Data: "text"}},
+		{"null data", &Result{Operation: "a", Data: (*unsorted)(nil)}},
+		{"no data", &Result{Operation: "a"}},
+		{"empty object", &Result{Operation: "a", Data: map[string]any{}}},
+		{"agent", &Result{Operation: "agent.list", Data: map[string]any{"agents": []*lease.Agent{{ID: "a", Role: "agent", Status: "registered"}}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := legacyMarshal(c.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.r.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("bytes differ:\n got %s\nwant %s", got, want)
+			}
+			// As the command line prints it (json.Marshal of the Result).
+			printed, err := json.Marshal(c.r)
+			if err != nil || !bytes.Equal(printed, want) {
+				t.Fatalf("printed %s %v", printed, err)
+			}
+		})
+	}
+}
+
+// TestSortedJSONDuplicateKeys keeps the last of equal keys, as decoding
+// into a map does.
+func TestSortedJSONDuplicateKeys(t *testing.T) {
+	got, err := sortedJSON([]byte(`{"b":1,"a":{"y":1,"x":2,"y":3},"b":[{"d":1,"c":2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":{"x":2,"y":3},"b":[{"c":2,"d":1}]}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	for _, bad := range []string{`{"a":1`, `{"a" 1}`, `[1,2`, `{"a":"x}`, `{a:1}`, ``} {
+		if _, err := sortedJSON([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzSortedJSON: for any JSON value in encoding/json's form, the bytes
+// equal those of a round trip through a map.
+func FuzzSortedJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":2}`, `[{"z":{"y":[1,{"b":"\u003c","a":null}]}}]`, `"x"`, `{"é":1,"e":2,"\\":3}`, `{}`, `[]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var v any
+		if json.Unmarshal([]byte(in), &v) != nil {
+			return
+		}
+		raw, err := json.Marshal(v) // encoding/json's form (keys already sorted)
+		if err != nil {
+			return
+		}
+		// Unsort the objects: marshal through a struct-free shuffle.
+		shuffled := reverseKeys(t, raw)
+		got, err := sortedJSON(shuffled)
+		if err != nil {
+			t.Fatalf("%s: %v", shuffled, err)
+		}
+		if !bytes.Equal(got, raw) {
+			t.Fatalf("sorted %s\n got %s\nwant %s", shuffled, got, raw)
+		}
+	})
+}
+
+// reverseKeys rewrites every object of raw with its members in reverse
+// order.
+func reverseKeys(t *testing.T, raw []byte) []byte {
+	raw = trimSpace(raw)
+	switch raw[0] {
+	case '{':
+		ms, err := objectMembers(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []byte{'{'}
+		for i := len(ms) - 1; i >= 0; i-- {
+			if i != len(ms)-1 {
+				out = append(out, ',')
+			}
+			out = append(append(append(out, ms[i].key...), ':'), reverseKeys(t, ms[i].value)...)
+		}
+		return append(out, '}')
+	case '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			t.Fatal(err)
+		}
+		out := []byte{'['}
+		for i, e := range elems {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			b, _ := json.Marshal(e) // compact, as encoding/json wrote it
+			out = append(out, reverseKeys(t, b)...)
+		}
+		return append(out, ']')
+	}
+	return raw
+}
