@@ -1,7 +1,12 @@
 package loopx
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
+	"reflect"
+	"slices"
 
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -42,22 +47,48 @@ type Result struct {
 // MarshalJSON renders the contract's envelope: Data's fields (or Data as
 // "result" when it is not an object) and the envelope's, merged at the top
 // level (the envelope's win), with the keys of every object sorted at every
-// level, as encoding/json sorts a map's. Data is marshalled once and its
-// bytes reordered (sortedJSON), never decoded: the result is the bytes a
-// map round trip gives, without its cost (half of a 10,000-todo list) and
-// without turning large integers into floats.
+// level, as encoding/json sorts a map's (see WriteJSON).
 func (r *Result) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteJSON writes what MarshalJSON returns to w. Once these bytes were
+// made by marshalling Data, decoding it into a map, adding the envelope and
+// marshalling the map (half of a 10,000-todo list, and three copies of its
+// 3 MB in memory); now every value is marshalled once and its objects'
+// keys reordered (sortedjson.go), and the long lists of a map Data (a
+// list's todos) are marshalled and written one element at a time, so the
+// result is never held whole. The bytes are the round trip's
+// (TestResultJSONBytesUnchanged).
+func (r *Result) WriteJSON(w io.Writer) error {
 	var members []jsonMember
-	var data []byte
-	if r.Data != nil {
+	lazy := map[int]any{} // member index → value written element by element
+	if d, ok := r.Data.(map[string]any); ok && d != nil {
+		for k, v := range d {
+			key, _ := json.Marshal(k)
+			if isLongList(v) {
+				lazy[len(members)] = v
+				members = append(members, jsonMember{key: key})
+				continue
+			}
+			value, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			members = append(members, jsonMember{key: key, value: value})
+		}
+	} else if r.Data != nil {
 		raw, err := json.Marshal(r.Data)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		data = raw
 		if len(raw) > 0 && raw[0] == '{' {
 			if members, err = objectMembers(raw); err != nil {
-				return nil, err
+				return err
 			}
 		} else {
 			members = append(members, jsonMember{key: []byte(`"result"`), value: raw})
@@ -91,10 +122,95 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		key, _ := json.Marshal(k)
 		value, err := json.Marshal(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		members = append(members, jsonMember{key: key, value: value})
 	}
-	out := make([]byte, 0, len(data)+64*len(env))
-	return appendObject(out, members)
+	if len(lazy) == 0 {
+		out, err := appendObject(nil, members)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	}
+	// The envelope never holds a long list: order the members, then write
+	// the long lists' elements as they are marshalled.
+	idx := make([]int, len(members))
+	for i := range idx {
+		idx[i] = i
+	}
+	names := make([][]byte, len(members))
+	for i, m := range members {
+		k, err := keyBytes(m.key)
+		if err != nil {
+			return err
+		}
+		names[i] = k
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return bytes.Compare(names[a], names[b]) })
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var s jsonSorter
+	var buf []byte
+	bw.WriteByte('{')
+	first := true
+	for n, i := range idx {
+		if n+1 < len(idx) && bytes.Equal(names[idx[n+1]], names[i]) {
+			continue // a later member of the same key wins
+		}
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		bw.Write(members[i].key)
+		bw.WriteByte(':')
+		if v, ok := lazy[i]; ok {
+			if err := writeList(bw, &s, v); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		if buf, err = s.appendValue(buf[:0], members[i].value); err != nil {
+			return err
+		}
+		bw.Write(buf)
+	}
+	bw.WriteByte('}')
+	return bw.Flush()
+}
+
+// longList is the length from which a list in a map Data is written
+// element by element.
+const longList = 64
+
+// isLongList reports whether v is a slice (not bytes, which JSON writes as
+// base64) of at least longList elements.
+func isLongList(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() != reflect.Uint8 && rv.Len() >= longList
+}
+
+// writeList writes the slice v as encoding/json writes it inside a map,
+// one element at a time: each element is marshalled through its address,
+// as the elements of a slice are addressable (so methods on the pointer
+// apply as they would there).
+func writeList(w *bufio.Writer, s *jsonSorter, v any) error {
+	rv := reflect.ValueOf(v)
+	var buf []byte
+	w.WriteByte('[')
+	for i := 0; i < rv.Len(); i++ {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		raw, err := json.Marshal(rv.Index(i).Addr().Interface())
+		if err != nil {
+			return err
+		}
+		if buf, err = s.appendValue(buf[:0], raw); err != nil {
+			return err
+		}
+		w.Write(buf)
+	}
+	return w.WriteByte(']')
 }

@@ -68,6 +68,20 @@ type unsorted struct {
 	Big   int64             `json:"big"`
 }
 
+// ptrMarshal marshals itself only through its pointer.
+type ptrMarshal struct{ n int }
+
+func (p *ptrMarshal) MarshalJSON() ([]byte, error) { return []byte(`{"z":1,"a":"by pointer"}`), nil }
+
+// long returns a list of 100 copies of x (written element by element).
+func long[T any](x T) []T {
+	out := make([]T, 100)
+	for i := range out {
+		out[i] = x
+	}
+	return out
+}
+
 func TestResultJSONBytesUnchanged(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	todo := lease.Todo{ID: "todo_a", Text: "<b>&\"quoted\"\u2028 é \x01", Status: lease.TodoOpen, Priority: "P1",
@@ -99,6 +113,10 @@ func TestResultJSONBytesUnchanged(t *testing.T) {
 		{"no data", &Result{Operation: "a"}},
 		{"empty object", &Result{Operation: "a", Data: map[string]any{}}},
 		{"agent", &Result{Operation: "agent.list", Data: map[string]any{"agents": []*lease.Agent{{ID: "a", Role: "agent", Status: "registered"}}}}},
+		{"long lists", &Result{Operation: "todo.list", Mutation: true, Status: "applied", Data: map[string]any{
+			"todos": long(tv), "agents": long(lease.Agent{ID: "a", Role: "agent", Status: "registered"}),
+			"nested": long(nested), "ids": long("x<y"), "nil": []string(nil), "empty": []lease.TodoView{},
+			"bytes": make([]byte, 100), "ptrs": long(&todo), "status": "overridden", "by_pointer": long(ptrMarshal{})}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want, err := legacyMarshal(c.r)
@@ -112,10 +130,15 @@ func TestResultJSONBytesUnchanged(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("bytes differ:\n got %s\nwant %s", got, want)
 			}
-			// As the command line prints it (json.Marshal of the Result).
+			// Through json.Marshal (a Result inside other JSON), and
+			// streamed as the command line prints it.
 			printed, err := json.Marshal(c.r)
 			if err != nil || !bytes.Equal(printed, want) {
-				t.Fatalf("printed %s %v", printed, err)
+				t.Fatalf("marshalled %s %v", printed, err)
+			}
+			var b bytes.Buffer
+			if err := c.r.WriteJSON(&b); err != nil || !bytes.Equal(b.Bytes(), want) {
+				t.Fatalf("written %s %v", b.Bytes(), err)
 			}
 		})
 	}

@@ -21,10 +21,11 @@ type HashedFiles interface {
 // bytes. Content addressing makes every hit correct; the cache is only an
 // optimisation and may be dropped at any time.
 type RecordCache struct {
-	todos, leases map[string]any
-	seen          map[string]bool
-	learned       int // records decoded since load
-	load          func() []byte
+	todos   map[string]*Todo
+	leases  map[string]*Lease
+	seen    map[string]bool
+	learned int // records decoded since load
+	load    func() []byte
 }
 
 // cacheFile is the persisted form of a RecordCache.
@@ -48,7 +49,7 @@ func (c *RecordCache) init() {
 	if c.todos != nil {
 		return
 	}
-	c.todos, c.leases, c.seen = map[string]any{}, map[string]any{}, map[string]bool{}
+	c.todos, c.leases, c.seen = map[string]*Todo{}, map[string]*Lease{}, map[string]bool{}
 	if c.load == nil {
 		return
 	}
@@ -60,18 +61,15 @@ func (c *RecordCache) init() {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil || f.Format != cacheFormat {
 		return // an unreadable cache is an empty cache
 	}
-	c.todos = make(map[string]any, len(f.Todos))
-	c.leases = make(map[string]any, len(f.Leases))
-	for h, t := range f.Todos {
-		c.todos[h] = t
+	if f.Todos != nil {
+		c.todos = f.Todos
 	}
-	for h, l := range f.Leases {
-		c.leases[h] = l
+	if f.Leases != nil {
+		c.leases = f.Leases
 	}
 }
 
-func (c *RecordCache) get(m map[string]any, hash string) (any, bool) {
-	c.init()
+func cacheGet[T any](c *RecordCache, m map[string]*T, hash string) (*T, bool) {
 	rec, ok := m[hash]
 	if ok {
 		c.seen[hash] = true
@@ -79,8 +77,7 @@ func (c *RecordCache) get(m map[string]any, hash string) (any, bool) {
 	return rec, ok
 }
 
-func (c *RecordCache) put(m map[string]any, hash string, rec any) {
-	c.init()
+func cachePut[T any](c *RecordCache, m map[string]*T, hash string, rec *T) {
 	m[hash] = rec
 	c.seen[hash] = true
 	c.learned++
@@ -100,10 +97,10 @@ func (c *RecordCache) Encode() []byte {
 	c.init()
 	f := cacheFile{Format: cacheFormat, Todos: map[string]*Todo{}, Leases: map[string]*Lease{}}
 	for h := range c.seen {
-		if t, ok := c.todos[h].(*Todo); ok {
+		if t, ok := c.todos[h]; ok {
 			f.Todos[h] = t
 		}
-		if l, ok := c.leases[h].(*Lease); ok {
+		if l, ok := c.leases[h]; ok {
 			f.Leases[h] = l
 		}
 	}

@@ -125,8 +125,15 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 // relations), for todos just read from v and not modified since.
 func ViewTodos(v *View, goal string, todos []*Todo, now time.Time) ([]TodoView, error) {
 	out := make([]TodoView, 0, len(todos))
+	leaseOf := func(t *Todo) (*Lease, error) { return v.leaseOfRecord(goal, t) }
+	if len(todos) > 16 {
+		var err error
+		if leaseOf, err = v.leaseScan(goal); err != nil {
+			return nil, err
+		}
+	}
 	for _, t := range todos {
-		l, err := v.leaseOfRecord(goal, t)
+		l, err := leaseOf(t)
 		if err != nil {
 			return nil, err
 		}

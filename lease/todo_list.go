@@ -47,13 +47,19 @@ func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, err
 	if err != nil {
 		return nil, err
 	}
+	leaseOf := func(t *Todo) (*Lease, error) { return v.leaseOfRecord(goal, t) }
+	if agent != "" {
+		if leaseOf, err = v.leaseScan(goal); err != nil {
+			return nil, err
+		}
+	}
 	var out []*Todo
 	for _, t := range all {
 		if status != "" && t.Status != status {
 			continue
 		}
 		if agent != "" && !HoldsClaim(t, agent, now) {
-			l, err := v.leaseOfRecord(goal, t)
+			l, err := leaseOf(t)
 			if err != nil {
 				return nil, err
 			}

@@ -77,7 +77,7 @@ func (v *View) UseCache(c *RecordCache) { v.cache = c }
 
 // scanRecords calls decode for every record file under dir (the decision's
 // writes included), reusing the cache by content hash when it can.
-func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, decode func(p string, data []byte) (any, error), fn func(p string, rec any) error) error {
+func scanRecords[T any](v *View, dir string, m func(*RecordCache) map[string]*T, decode func(p string, data []byte) (*T, error), fn func(p string, rec *T) error) error {
 	hf, ok := v.files.(HashedFiles)
 	if !ok || v.cache == nil {
 		return v.walk(dir, func(p string, data []byte) error {
@@ -100,6 +100,33 @@ func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, deco
 		if strings.HasPrefix(p, prefix) {
 			written = append(written, p)
 		}
+	}
+	load := func(it item) error {
+		var rec *T
+		if it.hash != "" {
+			if r, ok := cacheGet(v.cache, cache, it.hash); ok {
+				rec = r
+			} else {
+				data, err := hf.ReadHash(it.hash)
+				if err != nil {
+					return err
+				}
+				if rec, err = decode(it.p, data); err != nil {
+					return err
+				}
+				cachePut(v.cache, cache, it.hash, rec)
+			}
+		} else {
+			var err error
+			if rec, err = decode(it.p, it.data); err != nil {
+				return err
+			}
+		}
+		return fn(it.p, rec)
+	}
+	if len(written) == 0 {
+		// Nothing of the decision's own: the walk's order is the order.
+		return hf.WalkHashes(dir, func(p, hash string) error { return load(item{p: p, hash: hash}) })
 	}
 	var items []item
 	err := hf.WalkHashes(dir, func(p, hash string) error {
@@ -133,27 +160,7 @@ func (v *View) scanRecords(dir string, m func(*RecordCache) map[string]any, deco
 		sort.Slice(items, func(i, j int) bool { return items[i].p < items[j].p })
 	}
 	for _, it := range items {
-		var rec any
-		if it.hash != "" {
-			if r, ok := v.cache.get(cache, it.hash); ok {
-				rec = r
-			} else {
-				data, err := hf.ReadHash(it.hash)
-				if err != nil {
-					return err
-				}
-				if rec, err = decode(it.p, data); err != nil {
-					return err
-				}
-				v.cache.put(cache, it.hash, rec)
-			}
-		} else {
-			var err error
-			if rec, err = decode(it.p, it.data); err != nil {
-				return err
-			}
-		}
-		if err := fn(it.p, rec); err != nil {
+		if err := load(it); err != nil {
 			return err
 		}
 	}
@@ -362,13 +369,12 @@ func (v *View) Todos(goal string) ([]*Todo, error) {
 // cache: for reads that never modify what they get (list, ready).
 func (v *View) todosShared(goal string) ([]*Todo, error) {
 	var out []*Todo
-	err := v.scanRecords(TodosDir(goal), func(c *RecordCache) map[string]any { return c.todos },
-		func(p string, data []byte) (any, error) {
+	err := scanRecords(v, TodosDir(goal), func(c *RecordCache) map[string]*Todo { return c.todos },
+		func(p string, data []byte) (*Todo, error) {
 			var t Todo
 			return &t, DecodeAt(p, data, &t)
 		},
-		func(p string, rec any) error {
-			t := rec.(*Todo)
+		func(p string, t *Todo) error {
 			if p != TodoPath(goal, t.ID) {
 				return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
 			}
@@ -424,13 +430,80 @@ func (v *View) leaseOfRecord(goal string, t *Todo) (*Lease, error) {
 }
 
 func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
-	var l Lease
 	p := LeasePath(goal, todo)
-	ok, err := v.get(p, &l)
+	data, ok, err := v.read(p)
 	if !ok || err != nil {
 		return nil, err
 	}
+	var l Lease
+	if err := DecodeAt(p, data, &l); err != nil {
+		return nil, err
+	}
 	return &l, checkID(p, l.TodoID, todo)
+}
+
+// leaseScan returns, for scans that look up the lease of every todo they
+// hold (list, ready), a lookup answering as leaseOfRecord does: one walk of
+// the leases folder by content hash instead of one read per todo, and a
+// lease decoded (through the record cache) only when it is looked up. The
+// leases it returns are shared with the cache: read only.
+func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
+	perRecord := func(t *Todo) (*Lease, error) { return v.leaseOfRecord(goal, t) }
+	hf, ok := v.files.(HashedFiles)
+	if !ok || v.cache == nil {
+		return perRecord, nil
+	}
+	dir := LeasesDir(goal)
+	for p := range v.writes {
+		if strings.HasPrefix(p, dir+"/") {
+			return perRecord, nil // a decision's view: read each one
+		}
+	}
+	tracked, err := v.tracksGenerations()
+	if err != nil {
+		return nil, err
+	}
+	v.cache.init()
+	hashes := map[string]string{} // todo id → the hash of its lease record
+	err = hf.WalkHashes(dir, func(p, hash string) error {
+		// A record elsewhere than its todo's path is not that todo's
+		// lease (as a read of the path finds nothing there).
+		if id := RecordID(p); p == LeasePath(goal, id) {
+			hashes[id] = hash
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(t *Todo) (*Lease, error) {
+		var l *Lease
+		if hash, ok := hashes[t.ID]; ok {
+			p := LeasePath(goal, t.ID)
+			if rec, ok := cacheGet(v.cache, v.cache.leases, hash); ok {
+				l = rec
+			} else {
+				data, err := hf.ReadHash(hash)
+				if err != nil {
+					return nil, err
+				}
+				l = &Lease{}
+				if err := DecodeAt(p, data, l); err != nil {
+					return nil, err
+				}
+				cachePut(v.cache, v.cache.leases, hash, l)
+			}
+			if err := checkID(p, l.TodoID, t.ID); err != nil {
+				return nil, err
+			}
+		}
+		if tracked {
+			if err := checkGeneration(goal, t.ID, t, l); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	}, nil
 }
 
 // tracksGenerations reports whether the store's todos carry their lease's
@@ -453,13 +526,13 @@ func (v *View) tracksGenerations() (bool, error) {
 // Leases returns every lease record of the goal (all of them, never a page).
 func (v *View) Leases(goal string) ([]*Lease, error) {
 	var out []*Lease
-	err := v.scanRecords(LeasesDir(goal), func(c *RecordCache) map[string]any { return c.leases },
-		func(p string, data []byte) (any, error) {
+	err := scanRecords(v, LeasesDir(goal), func(c *RecordCache) map[string]*Lease { return c.leases },
+		func(p string, data []byte) (*Lease, error) {
 			var l Lease
 			return &l, DecodeAt(p, data, &l)
 		},
-		func(p string, rec any) error {
-			l := rec.(*Lease).Clone()
+		func(p string, rec *Lease) error {
+			l := rec.Clone()
 			if p != LeasePath(goal, l.TodoID) {
 				return Corrupt(p, fmt.Errorf("lease of %q stored at the wrong path", l.TodoID))
 			}

@@ -192,14 +192,12 @@ func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
 
 func (e *env) print(res *loopx.Result) error {
 	if e.format == "json" {
-		// The result's own encoding is already compact JSON: not through
-		// json.Marshal, which would check and copy it once more (a
-		// 10,000-todo list is 3 MB).
-		data, err := res.MarshalJSON()
-		if err != nil {
+		// Written as it is encoded (a 10,000-todo list is 3 MB), not
+		// through json.Marshal, which would hold it, check it and copy it.
+		if err := res.WriteJSON(e.stdout); err != nil {
 			return err
 		}
-		_, err = e.stdout.Write(append(data, '\n'))
+		_, err := io.WriteString(e.stdout, "\n")
 		return err
 	}
 	printText(e.stdout, res, now())
