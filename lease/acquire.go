@@ -244,7 +244,21 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 	}
 	var out []ScopeConflict
 	for _, l := range leases {
-		if l.TodoID == todo || len(l.WriteScopes) == 0 {
+		if l.TodoID == todo || len(l.WriteScopes) == 0 || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
+			continue
+		}
+		// Overlap first (pure), effectiveness (which reads the todo and
+		// the owner) only for the leases whose scopes overlap.
+		var overlapping []string
+		for _, held := range normalizeScopeSet(l.WriteScopes) {
+			for _, want := range scopes {
+				if ScopesOverlap(held, want) {
+					overlapping = append(overlapping, held)
+					break
+				}
+			}
+		}
+		if len(overlapping) == 0 {
 			continue
 		}
 		eff, err := leaseIsEffective(v, goal, l, now)
@@ -254,13 +268,8 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 		if !eff {
 			continue
 		}
-		for _, held := range normalizeScopeSet(l.WriteScopes) {
-			for _, want := range scopes {
-				if ScopesOverlap(held, want) {
-					out = append(out, ScopeConflict{TodoID: l.TodoID, Owner: l.Owner, Scope: held})
-					break
-				}
-			}
+		for _, held := range overlapping {
+			out = append(out, ScopeConflict{TodoID: l.TodoID, Owner: l.Owner, Scope: held})
 		}
 	}
 	slices.SortFunc(out, func(a, b ScopeConflict) int {
