@@ -72,7 +72,8 @@ type Store struct {
 	opts        Options
 	defaultGoal string
 	cache       *lease.RecordCache
-	remote      remoteConf // remote mode (remote.go)
+	leaseIdx    *leaseIndexes // the goals' active-lease indexes (leaseindex.go)
+	remote      remoteConf    // remote mode (remote.go)
 	// unrecorded leaves the request out of state commits: only the
 	// benchmark of what recording costs sets it.
 	unrecorded bool

@@ -60,6 +60,7 @@ func revString(h gitstore.Hash) string {
 func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
 	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
 	v.UseCache(s.cache)
+	s.useLeaseIndex(v, sn) // the active leases every acquire checks (leaseindex.go)
 	// Which todos depend on one (todo show's unblocks) comes from the
 	// goal's board model, which holds every todo's dependencies, instead
 	// of a scan of every todo.

@@ -231,35 +231,30 @@ func scopeConflictError(conflicts []ScopeConflict) *Error {
 }
 
 // ScopeConflicts returns every effective lease of another todo of the goal
-// (all lease records are scanned, never a page) holding a scope that overlaps
+// (every lease record counts, never a page) holding a scope that overlaps
 // one of scopes, sorted by todo id and scope. An empty scope list never
 // conflicts.
+//
+// Only an active, unexpired lease with scopes can conflict, and only if a
+// scope overlaps: that is decided from the goal's active leases (the
+// view's index of them, see active.go), and only then is the lease record
+// itself read, with its todo and owner, to judge whether it is effective.
 func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) ([]ScopeConflict, error) {
 	if len(scopes) == 0 {
 		return nil, nil
 	}
-	leases, err := v.Leases(goal)
+	active, err := v.activeLeases(goal)
 	if err != nil {
 		return nil, err
 	}
 	var out []ScopeConflict
-	for _, l := range leases {
-		if l.TodoID == todo || len(l.WriteScopes) == 0 || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
+	for _, a := range active {
+		if a.TodoID == todo || len(a.Scopes) == 0 || !now.Before(a.ExpiresAt) || !anyOverlap(a.Scopes, scopes) {
 			continue
 		}
-		// Overlap first (pure), effectiveness (which reads the todo and
-		// the owner) only for the leases whose scopes overlap.
-		var overlapping []string
-		for _, held := range normalizeScopeSet(l.WriteScopes) {
-			for _, want := range scopes {
-				if ScopesOverlap(held, want) {
-					overlapping = append(overlapping, held)
-					break
-				}
-			}
-		}
-		if len(overlapping) == 0 {
-			continue
+		l, err := v.leaseRecord(goal, a.TodoID)
+		if err != nil {
+			return nil, err
 		}
 		eff, err := leaseIsEffective(v, goal, l, now)
 		if err != nil {
@@ -268,8 +263,10 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 		if !eff {
 			continue
 		}
-		for _, held := range overlapping {
-			out = append(out, ScopeConflict{TodoID: l.TodoID, Owner: l.Owner, Scope: held})
+		for _, held := range normalizeScopeSet(l.WriteScopes) {
+			if anyOverlap([]string{held}, scopes) {
+				out = append(out, ScopeConflict{TodoID: l.TodoID, Owner: l.Owner, Scope: held})
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b ScopeConflict) int {
@@ -279,6 +276,18 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 		return strings.Compare(a.Scope, b.Scope)
 	})
 	return out, nil
+}
+
+// anyOverlap reports whether a scope of held overlaps a scope of want.
+func anyOverlap(held, want []string) bool {
+	for _, h := range held {
+		for _, w := range want {
+			if ScopesOverlap(h, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ScopesOverlap reports whether two write scopes (doublestar globs) may name

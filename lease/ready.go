@@ -63,20 +63,28 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 		byID[t.ID] = t
 	}
 	lookup := func(id string) (*Todo, error) { return byID[id], nil }
-	leases, err := v.Leases(goal)
+	// Only active, unexpired leases can be effective: read those.
+	active, err := v.activeLeases(goal)
 	if err != nil {
 		return nil, err
 	}
-	leaseOf := make(map[string]*Lease, len(leases))
+	leaseOf := map[string]*Lease{}
 	owners := map[string]*Agent{}
 	effective := map[string]bool{} // todo id → its lease is effective
 	anyScoped := false
-	for _, l := range leases {
-		leaseOf[l.TodoID] = l
-		t := byID[l.TodoID]
-		if t == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
+	for _, e := range active {
+		t := byID[e.TodoID]
+		if t == nil || !now.Before(e.ExpiresAt) {
 			continue
 		}
+		l, err := v.leaseRecord(goal, e.TodoID)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
+			continue
+		}
+		leaseOf[l.TodoID] = l
 		a, ok := owners[l.Owner]
 		if !ok {
 			if a, err = v.Agent(goal, l.Owner); err != nil {

@@ -39,6 +39,11 @@ type View struct {
 	// tracked memoizes tracksGenerations (0: not known yet, 1: no, 2:
 	// yes); writing the meta record forgets it.
 	tracked int8
+	// gen counts the decision's writes (memos made before are stale).
+	gen int
+	// activeIndex, when set, gives the goals' active leases (active.go).
+	activeIndex ActiveLeaseIndex
+	activeMemo  map[string]activeMemo
 }
 
 // DependentsIndex answers, from an index derived from the view's records
@@ -234,6 +239,7 @@ func (v *View) PutFile(p string, data []byte) {
 	if p == MetaPath {
 		v.tracked = 0
 	}
+	v.gen++
 	v.writes[p] = data
 }
 
