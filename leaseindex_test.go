@@ -64,7 +64,7 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 			switch rapid.IntRange(0, 9).Draw(rt, "op") {
 			case 0, 1, 2:
 				req = lease.AcquireRequest{Goal: "g", Todo: todo, Owner: agent, IdempotencyKey: fmt.Sprintf("k%d", n),
-					TTLSeconds: int64(rapid.IntRange(60, 900).Draw(rt, "ttl")),
+					TTLSeconds:  int64(rapid.IntRange(60, 900).Draw(rt, "ttl")),
 					WriteScopes: rapid.SliceOfNDistinct(rapid.SampledFrom(scopes), 0, 2, rapid.ID[string]).Draw(rt, "scopes")}
 			case 3:
 				req = lease.TransferRequest{Goal: "g", Todo: todo, Owner: owner, IdempotencyKey: key, ExpectedVersion: &v,
