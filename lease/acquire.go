@@ -179,6 +179,7 @@ func startExecution(cur *Lease, todo, owner, key string, ttl int64, now time.Tim
 	l.ReleasedAt = nil
 	l.ExpiresAt = now.Add(time.Duration(ttl) * time.Second)
 	l.Holders = append(l.Holders, Holder{Epoch: l.Epoch, Owner: owner, IdempotencyKey: key, StartedAt: now})
+	boundHolders(l)
 	return l
 }
 

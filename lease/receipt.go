@@ -16,7 +16,8 @@ package lease
 //     set; renew/transfer/release add TTL, receiver, receiver key and the
 //     transfer-claim flag (empty/zero when the operation has none).
 //   - The lease stored in a receipt is a snapshot without the holder history
-//     (the history lives in the lease record and would make receipts grow).
+//     and the retired keys (they live in the lease record and would make
+//     receipts grow).
 //   - Replays are looked up before any admission check, so they survive
 //     later changes (historical replay). They only need the goal to exist
 //     (an archived goal still answers a replay).
@@ -150,7 +151,7 @@ func cloneLeaseRecord(l *Lease) *Lease {
 func receiptSnapshot(l *Lease) *Lease {
 	c := cloneLeaseRecord(l)
 	if c != nil {
-		c.Holders = nil
+		c.Holders, c.RetiredKeys = nil, ""
 	}
 	return c
 }
@@ -165,7 +166,8 @@ func writeReceipt(v *View, r *Receipt, l *Lease, now time.Time) *Receipt {
 }
 
 // keySeen reports whether key was ever used by an execution of l: the
-// current one or a retired one (the key of any earlier holder). A new
+// current one or a retired one (the key of an earlier holder, or one of
+// those that left the record: holders.go). A new
 // execution (acquire, takeover, transfer receiver) never reuses such a key.
 func keySeen(l *Lease, key string) bool {
 	if l == nil {
@@ -179,7 +181,7 @@ func keySeen(l *Lease, key string) bool {
 			return true
 		}
 	}
-	return false
+	return keyRetired(l.RetiredKeys, key)
 }
 
 // keyReuse is the idempotency_key_reuse refusal of a retired key.

@@ -171,9 +171,13 @@ type Lease struct {
 	// OwnerRegistration is the owner's registration the execution was
 	// granted under; after the owner registers again it is void.
 	OwnerRegistration int64 `yaml:"owner_registration,omitempty" json:"-"`
-	// Holders is every execution this todo had, oldest first; the last one is
-	// the current execution. Retired keys are the keys of all other holders.
+	// Holders are the todo's last MaxHolders executions, oldest first; the
+	// last one is the current execution (holders.go).
 	Holders []Holder `yaml:"holders" json:"-"`
+	// RetiredKeys holds the keys of the executions that left Holders, as a
+	// sorted set of key hashes (holders.go): with the holders' keys, every
+	// key the todo has seen.
+	RetiredKeys string `yaml:"retired_keys,omitempty" json:"-"`
 }
 
 // Receipt is the durable result of one lease operation, keyed by its identity.
@@ -329,7 +333,7 @@ func (l *Lease) Validate() error {
 			return fmt.Errorf("invalid holder %q/%q", h.Owner, h.IdempotencyKey)
 		}
 	}
-	return nil
+	return checkRetiredKeys(l.RetiredKeys)
 }
 
 // Validate checks a receipt.
