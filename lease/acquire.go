@@ -83,12 +83,21 @@ func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
 
 	id := AcquireReceiptID(req.Goal, req.Todo, req.Owner, req.IdempotencyKey)
 	digest := acquireDigest(id, req.ExpectedVersion, req.TTLSeconds, scopes)
-	rec, err := findReceipt(v, req.Goal, id, digest)
+	rec, retired, err := findReceipt(v, req.Goal, req.Todo, id, digest)
 	if err != nil {
 		return nil, err
 	}
 	if rec != nil {
 		return acquireReplay(v, rec, now)
+	}
+	if retired {
+		// The receipt left the lease record two executions ago: the
+		// execution is not current (retention.go).
+		cur, err := v.Lease(req.Goal, req.Todo)
+		if err != nil {
+			return nil, err
+		}
+		return nil, notCurrent(id, req.Owner, req.IdempotencyKey, req.Todo, cur)
 	}
 
 	if g.Status != GoalActive {
@@ -204,14 +213,20 @@ func acquireReplay(v *View, r *Receipt, now time.Time) (*Outcome, error) {
 		return nil, err
 	}
 	if !eff || r.Lease == nil || cur.Owner != r.Owner || cur.IdempotencyKey != r.IdempotencyKey || cur.Epoch != r.Lease.Epoch {
-		e := Errorf(CodeExecutionNotCurrent, "execution %s of %s on todo %s is no longer the current effective lease (transferred, expired, released or no longer eligible): inspect the lease and start a new execution with a new key",
-			r.IdempotencyKey, r.Owner, r.TodoID).With("receipt_id", r.ID)
-		if cur != nil {
-			e.With("current_version", cur.Version).With("current_epoch", cur.Epoch)
-		}
-		return nil, e
+		return nil, notCurrent(r.ID, r.Owner, r.IdempotencyKey, r.TodoID, cur)
 	}
 	return replayOutcome(v, r, now)
+}
+
+// notCurrent is the answer to the retry of an acquire whose execution is no
+// longer the current effective lease (cur: the todo's lease now).
+func notCurrent(receiptID, owner, key, todo string, cur *Lease) *Error {
+	e := Errorf(CodeExecutionNotCurrent, "execution %s of %s on todo %s is no longer the current effective lease (transferred, expired, released or no longer eligible): inspect the lease and start a new execution with a new key",
+		key, owner, todo).With("receipt_id", receiptID)
+	if cur != nil {
+		e.With("current_version", cur.Version).With("current_epoch", cur.Epoch)
+	}
+	return e
 }
 
 // ScopeConflict is one effective lease of another todo whose scope overlaps

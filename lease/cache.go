@@ -139,6 +139,7 @@ func (l *Lease) Clone() *Lease {
 	if l.Holders == nil {
 		c.Holders = nil
 	}
+	c.Receipts = cloneReceipts(l.Receipts)
 	return &c
 }
 

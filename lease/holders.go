@@ -34,8 +34,12 @@ import (
 // MaxHolders is the number of executions a lease record lists.
 const MaxHolders = 20
 
+// hashLen is the length of one entry of a hash set (retired_keys,
+// retired_acquires): 96 bits in base64url.
+const hashLen = 16
+
 // retiredKeyLen is the length of one key's entry in retired_keys.
-const retiredKeyLen = 16
+const retiredKeyLen = hashLen
 
 // retiredKey is the entry of key in retired_keys.
 func retiredKey(key string) string {
@@ -44,27 +48,33 @@ func retiredKey(key string) string {
 }
 
 // retiredKeys splits a retired_keys value into its entries.
-func retiredKeys(s string) []string {
-	out := make([]string, 0, len(s)/retiredKeyLen)
-	for i := 0; i+retiredKeyLen <= len(s); i += retiredKeyLen {
-		out = append(out, s[i:i+retiredKeyLen])
+func retiredKeys(s string) []string { return hashSetEntries(s) }
+
+// hashSetEntries splits a hash set into its entries.
+func hashSetEntries(s string) []string {
+	out := make([]string, 0, len(s)/hashLen)
+	for i := 0; i+hashLen <= len(s); i += hashLen {
+		out = append(out, s[i:i+hashLen])
 	}
 	return out
 }
 
-// checkRetiredKeys validates a retired_keys value: whole base64url entries,
-// strictly increasing.
-func checkRetiredKeys(s string) error {
-	if len(s)%retiredKeyLen != 0 {
-		return fmt.Errorf("retired_keys: length %d is not a multiple of %d", len(s), retiredKeyLen)
+// checkRetiredKeys validates a retired_keys value.
+func checkRetiredKeys(s string) error { return checkHashSet("retired_keys", s) }
+
+// checkHashSet validates a hash set: whole base64url entries, strictly
+// increasing.
+func checkHashSet(field, s string) error {
+	if len(s)%hashLen != 0 {
+		return fmt.Errorf("%s: length %d is not a multiple of %d", field, len(s), hashLen)
 	}
 	prev := ""
-	for _, k := range retiredKeys(s) {
+	for _, k := range hashSetEntries(s) {
 		if b, err := base64.RawURLEncoding.DecodeString(k); err != nil || len(b) != 12 {
-			return fmt.Errorf("retired_keys: %q is not a key hash", k)
+			return fmt.Errorf("%s: %q is not a hash", field, k)
 		}
 		if k <= prev {
-			return fmt.Errorf("retired_keys: not sorted and distinct at %q", k)
+			return fmt.Errorf("%s: not sorted and distinct at %q", field, k)
 		}
 		prev = k
 	}
@@ -72,22 +82,27 @@ func checkRetiredKeys(s string) error {
 }
 
 // keyRetired reports whether key is in the retired set s.
-func keyRetired(s, key string) bool {
-	if s == "" {
-		return false
-	}
-	k := retiredKey(key)
-	n := len(s) / retiredKeyLen
-	i := sort.Search(n, func(i int) bool { return s[i*retiredKeyLen:(i+1)*retiredKeyLen] >= k })
-	return i < n && s[i*retiredKeyLen:(i+1)*retiredKeyLen] == k
+func keyRetired(s, key string) bool { return s != "" && hashSetHas(s, retiredKey(key)) }
+
+// hashSetHas reports whether entry is in the hash set s.
+func hashSetHas(s, entry string) bool {
+	n := len(s) / hashLen
+	i := sort.Search(n, func(i int) bool { return s[i*hashLen:(i+1)*hashLen] >= entry })
+	return i < n && s[i*hashLen:(i+1)*hashLen] == entry
 }
 
 // retireKeys returns the set s with keys added.
 func retireKeys(s string, keys ...string) string {
-	set := retiredKeys(s)
-	for _, k := range keys {
-		set = append(set, retiredKey(k))
+	entries := make([]string, len(keys))
+	for i, k := range keys {
+		entries[i] = retiredKey(k)
 	}
+	return addHashes(s, entries...)
+}
+
+// addHashes returns the hash set s with entries added.
+func addHashes(s string, entries ...string) string {
+	set := append(hashSetEntries(s), entries...)
 	sort.Strings(set)
 	out := set[:0]
 	for i, k := range set {

@@ -216,7 +216,7 @@ func (m *propModel) do(t *rapid.T, r propReq, retry bool) {
 	default:
 		t.Fatalf("status %q", o.Status)
 	}
-	rec, err := m.f.view(now).Receipt(tlGoal, o.ReceiptID)
+	rec, err := m.f.view(now).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 	if err != nil || rec == nil {
 		t.Fatalf("no receipt %s: %v", o.ReceiptID, err)
 	}

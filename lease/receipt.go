@@ -106,21 +106,6 @@ func normalizeScopeSet(scopes []string) []string {
 	return slices.Compact(out)
 }
 
-// findReceipt returns the stored receipt of identity id, nil when there is
-// none. The same identity with another digest is idempotency_key_reuse.
-func findReceipt(v *View, goal, id, digest string) (*Receipt, error) {
-	r, err := v.Receipt(goal, id)
-	if err != nil || r == nil {
-		return nil, err
-	}
-	if r.RequestDigest != digest {
-		return nil, Errorf(CodeIdempotencyKeyReuse,
-			"this owner and idempotency key were already used for a different %s request (receipt %s): retry with the original arguments or use a new key", r.Operation, r.ID).
-			With("receipt_id", r.ID)
-	}
-	return r, nil
-}
-
 // cloneLeaseRecord returns a deep copy of l (nil for nil).
 func cloneLeaseRecord(l *Lease) *Lease {
 	if l == nil {
@@ -144,24 +129,53 @@ func cloneLeaseRecord(l *Lease) *Lease {
 		}
 		c.Holders = append(c.Holders, h)
 	}
+	c.Receipts = cloneReceipts(l.Receipts)
 	return &c
 }
 
-// receiptSnapshot is the lease as stored in a receipt: no holder history.
+// cloneReceipts returns a deep copy of rs.
+func cloneReceipts(rs []Receipt) []Receipt {
+	if rs == nil {
+		return nil
+	}
+	out := make([]Receipt, len(rs))
+	for i, r := range rs {
+		if r.ExpectedVersion != nil {
+			v := *r.ExpectedVersion
+			r.ExpectedVersion = &v
+		}
+		if r.Lease != nil {
+			r.Lease = r.Lease.Clone()
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// receiptSnapshot is the lease as stored in a receipt: no holder history,
+// retired sets or receipts.
 func receiptSnapshot(l *Lease) *Lease {
 	c := cloneLeaseRecord(l)
 	if c != nil {
-		c.Holders, c.RetiredKeys = nil, ""
+		c.Holders, c.RetiredKeys, c.Receipts, c.RetiredAcquires = nil, "", nil, ""
 	}
 	return c
 }
 
-// writeReceipt stores the receipt of a decision made on v at now.
+// writeReceipt stores the receipt of a decision made on v at now: in the
+// lease record l (after the decision; written here), or, when the todo has
+// no lease, as a receipt file (retention.go).
 func writeReceipt(v *View, r *Receipt, l *Lease, now time.Time) *Receipt {
 	r.DecidedAt = now
 	r.DecidedOn = v.Revision
 	r.Lease = receiptSnapshot(l)
-	v.PutReceipt(r.GoalID, r)
+	if l == nil || r.Status == StatusNoChange {
+		// No lease record to keep it, or one it must not touch.
+		v.PutReceipt(r.GoalID, r)
+		return r
+	}
+	keepReceipt(l, r)
+	v.PutLease(r.GoalID, l)
 	return r
 }
 

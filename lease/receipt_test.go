@@ -277,7 +277,7 @@ func TestRequestDigests(t *testing.T) {
 func TestReceiptStoredAndJSON(t *testing.T) {
 	f := newTLFix(t, HandoffSoftClaim, []string{"agent-a"}, "todo_aaa")
 	o := f.mustAcquire(tlAt(0), "todo_aaa", "agent-a", "k1", 0, "src/**")
-	r, err := f.view(tlAt(1)).Receipt(tlGoal, o.ReceiptID)
+	r, err := f.view(tlAt(1)).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 	if err != nil || r == nil {
 		t.Fatalf("receipt %s not stored: %v", o.ReceiptID, err)
 	}

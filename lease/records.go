@@ -178,6 +178,14 @@ type Lease struct {
 	// sorted set of key hashes (holders.go): with the holders' keys, every
 	// key the todo has seen.
 	RetiredKeys string `yaml:"retired_keys,omitempty" json:"-"`
+	// Receipts are the receipts of the operations on the current and the
+	// previous execution that a retry can still need, oldest first
+	// (retention.go).
+	Receipts []Receipt `yaml:"receipts,omitempty" json:"-"`
+	// RetiredAcquires is the set of hashes of the acquire receipts that
+	// left Receipts (identity and digest), so their retries are still
+	// recognised (retention.go).
+	RetiredAcquires string `yaml:"retired_acquires,omitempty" json:"-"`
 }
 
 // Receipt is the durable result of one lease operation, keyed by its identity.
@@ -333,7 +341,19 @@ func (l *Lease) Validate() error {
 			return fmt.Errorf("invalid holder %q/%q", h.Owner, h.IdempotencyKey)
 		}
 	}
-	return checkRetiredKeys(l.RetiredKeys)
+	if err := checkRetiredKeys(l.RetiredKeys); err != nil {
+		return err
+	}
+	for i := range l.Receipts {
+		r := &l.Receipts[i]
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("receipts[%d]: %v", i, err)
+		}
+		if r.TodoID != l.TodoID || r.Lease == nil {
+			return fmt.Errorf("receipts[%d]: a receipt of another todo, or without its lease", i)
+		}
+	}
+	return checkHashSet("retired_acquires", l.RetiredAcquires)
 }
 
 // Validate checks a receipt.

@@ -40,7 +40,7 @@ func Release(v *View, req ReleaseRequest, now time.Time) (*Outcome, error) {
 	}
 	id := MaintenanceReceiptID(OpLeaseRelease, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
 	digest := maintenanceDigest(id, 0, "", "", false)
-	rec, err := findReceipt(v, req.Goal, id, digest)
+	rec, _, err := findReceipt(v, req.Goal, req.Todo, id, digest)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func TestReleaseAdmission(t *testing.T) {
 		if o.Status != StatusNoChange || !o.Write || o.BoardChanged {
 			t.Fatalf("outcome %+v", o)
 		}
-		r, _ := f.view(tlT0).Receipt(tlGoal, o.ReceiptID)
+		r, _ := f.view(tlT0).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 		if r == nil || r.Status != StatusNoChange || r.Operation != OpLeaseRelease {
 			t.Fatalf("receipt %+v", r)
 		}
@@ -151,7 +151,7 @@ func TestReleaseReplay(t *testing.T) {
 	f := newHeldFix(t, HandoffSoftClaim)
 	req := ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(1)}
 	o := f.ok(f.release(tlAt(10), req))
-	r, _ := f.view(tlT0).Receipt(tlGoal, o.ReceiptID)
+	r, _ := f.view(tlT0).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 	// A later execution does not change the answer to the old request.
 	f.mustAcquire(tlAt(20), "todo_aaa", "agent-b", "k2", 1)
 	o2 := f.ok(f.release(tlAt(30), req))

@@ -42,7 +42,7 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	}
 	id := MaintenanceReceiptID(OpLeaseRenew, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
 	digest := maintenanceDigest(id, req.TTLSeconds, "", "", false)
-	rec, err := findReceipt(v, req.Goal, id, digest)
+	rec, _, err := findReceipt(v, req.Goal, req.Todo, id, digest)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func TestRenewAdmission(t *testing.T) {
 			f.putLease(l)
 		}},
 		{name: "renewal", req: RenewRequest{TTLSeconds: 900}, check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
-			l := f.lease("todo_aaa")
+			l := withoutReceipts(t, f.lease("todo_aaa"), o.ReceiptID)
 			at := tlAt(100)
 			want := &Lease{TodoID: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", Version: 2, Epoch: 1, Status: LeaseActive,
 				WriteScopes: []string{"src/**"}, AcquiredAt: tlT0, RenewedAt: &at, ExpiresAt: tlAt(1000),
@@ -144,7 +144,7 @@ func TestRenewReplay(t *testing.T) {
 	setup := func(t *testing.T) (*tlFix, *Outcome, *Receipt) {
 		f := newHeldFix(t, HandoffSoftClaim)
 		o := f.ok(f.renew(tlAt(100), req))
-		r, err := f.view(tlT0).Receipt(tlGoal, o.ReceiptID)
+		r, err := f.view(tlT0).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 		if err != nil || r == nil || r.Lease.Version != 2 {
 			t.Fatalf("receipt %+v: %v", r, err)
 		}
@@ -152,19 +152,42 @@ func TestRenewReplay(t *testing.T) {
 	}
 	replays := map[string]func(f *tlFix){
 		"immediately": func(f *tlFix) {},
-		"after another renewal": func(f *tlFix) {
-			f.ok(f.renew(tlAt(150), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2), TTLSeconds: 300}))
-		},
-		"after transfer": func(f *tlFix) {
-			f.ok(f.transfer(tlAt(150), TransferRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2), NewOwner: "agent-b", NewIdempotencyKey: "k2", TTLSeconds: 300}))
-		},
-		"after release and expiry": func(f *tlFix) {
-			f.ok(f.release(tlAt(150), ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2)}))
+		"after another agent took a todo": func(f *tlFix) {
+			f.mustAcquire(tlAt(150), "todo_bbb", "agent-b", "kb", 0)
 		},
 		"after unregistration and goal archive": func(f *tlFix) {
 			f.setAgent("agent-a", AgentUnregistered)
 			f.editGoal(func(g *Goal) { g.Status = GoalArchived })
 		},
+	}
+	// Once a later operation of the execution was decided, the renewal's
+	// receipt has left the lease record (retention.go): its retry is
+	// decided afresh, refused, and writes nothing.
+	gone := map[string]struct {
+		after func(f *tlFix)
+		code  Code
+	}{
+		"after another renewal": {func(f *tlFix) {
+			f.ok(f.renew(tlAt(150), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2), TTLSeconds: 300}))
+		}, CodeLeaseNotActive},
+		"after transfer": {func(f *tlFix) {
+			f.ok(f.transfer(tlAt(150), TransferRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2), NewOwner: "agent-b", NewIdempotencyKey: "k2", TTLSeconds: 300}))
+		}, CodeLeaseNotActive},
+		"after release and expiry": {func(f *tlFix) {
+			f.ok(f.release(tlAt(150), ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(2)}))
+		}, CodeLeaseNotActive},
+	}
+	for name, c := range gone {
+		t.Run(name, func(t *testing.T) {
+			f, _, _ := setup(t)
+			c.after(f)
+			before := f.lease("todo_aaa")
+			_, err := f.renew(tlAt(5000), req)
+			wantCode(t, err, c.code)
+			if !reflect.DeepEqual(before, f.lease("todo_aaa")) {
+				t.Fatal("the retry changed the lease")
+			}
+		})
 	}
 	for name, after := range replays {
 		t.Run(name, func(t *testing.T) {

@@ -125,7 +125,7 @@ func TestTransferAdmission(t *testing.T) {
 			f.mustAcquire(tlAt(10), "todo_bbb", "agent-b", "kb", 0, "src/a.go")
 		}, req: TransferRequest{NewOwner: "agent-c", NewIdempotencyKey: "kc"}, code: CodeWriteScopeConflict},
 		{name: "lease-only transfer", check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
-			l := f.lease("todo_aaa")
+			l := withoutReceipts(t, f.lease("todo_aaa"), o.ReceiptID)
 			ended := tlAt(100)
 			want := &Lease{TodoID: "todo_aaa", Owner: "agent-b", IdempotencyKey: "k2", Version: 2, Epoch: 2, Status: LeaseActive,
 				WriteScopes: []string{"src/**"}, AcquiredAt: tlAt(100), ExpiresAt: tlAt(700),
@@ -175,7 +175,7 @@ func TestTransferAdmission(t *testing.T) {
 				if d.TransferClaim == nil || !*d.TransferClaim || *d.ClaimedBy != "agent-b" || !*d.TodoChanged || !d.Lease.Effective || d.Lease.Owner != "agent-b" {
 					t.Fatalf("data %+v", d)
 				}
-				r, _ := f.view(tlT0).Receipt(tlGoal, o.ReceiptID)
+				r, _ := f.view(tlT0).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
 				if !r.TransferClaim || r.ClaimedBy != "agent-b" || !r.TodoChanged {
 					t.Fatalf("receipt %+v", r)
 				}
@@ -282,12 +282,14 @@ func TestTransferReplay(t *testing.T) {
 	f.editTodo("todo_aaa", func(td *Todo) { td.ClaimedBy = "agent-a" })
 	req := TransferRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(1), NewOwner: "agent-b", NewIdempotencyKey: "k2", TTLSeconds: 600, TransferClaim: true}
 	o := f.ok(f.transfer(tlAt(10), req))
-	r, _ := f.view(tlT0).Receipt(tlGoal, o.ReceiptID)
-	// agent-b hands over to agent-c; the historical replay still reports agent-b.
-	f.ok(f.transfer(tlAt(20), TransferRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "k2", ExpectedVersion: tlI64(2), NewOwner: "agent-c", NewIdempotencyKey: "k3", TTLSeconds: 600, TransferClaim: true}))
+	r, _ := f.view(tlT0).ReceiptOf(tlGoal, o.Todo, o.ReceiptID)
+	// agent-b renews and moves the claim back to agent-a by hand; the
+	// historical replay still reports agent-b.
+	f.ok(f.renew(tlAt(20), RenewRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "k2", ExpectedVersion: tlI64(2), TTLSeconds: 600}))
+	f.editTodo("todo_aaa", func(td *Todo) { td.ClaimedBy = "agent-c" })
 	o2 := f.ok(f.transfer(tlAt(30), req))
 	d := resultOf(t, o2)
-	if o2.Status != StatusReplayed || o2.Write || !reflect.DeepEqual(d.OriginalReceipt, r) || *d.ClaimedBy != "agent-b" || d.Lease.Owner != "agent-c" || d.Lease.Version != 3 {
+	if o2.Status != StatusReplayed || o2.Write || !reflect.DeepEqual(d.OriginalReceipt, r) || *d.ClaimedBy != "agent-b" || d.Lease.Owner != "agent-b" || d.Lease.Version != 3 {
 		t.Fatalf("outcome %+v data %+v", o2, d)
 	}
 	if f.todo("todo_aaa").ClaimedBy != "agent-c" {
@@ -309,6 +311,17 @@ func TestTransferReplay(t *testing.T) {
 	// The old sender cannot act any more.
 	_, err := f.renew(tlAt(40), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(3), TTLSeconds: 60})
 	wantCode(t, err, CodeLeaseProofMismatch)
+	// Two executions later the receipt has left the lease record
+	// (retention.go): the retry is decided afresh and refused, writing
+	// nothing.
+	f.editTodo("todo_aaa", func(td *Todo) { td.ClaimedBy = "agent-b" })
+	f.ok(f.transfer(tlAt(50), TransferRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "k2", ExpectedVersion: tlI64(3), NewOwner: "agent-c", NewIdempotencyKey: "k3", TTLSeconds: 600, TransferClaim: true}))
+	before := f.lease("todo_aaa")
+	_, err = f.transfer(tlAt(60), req)
+	wantCode(t, err, CodeVersionMismatch)
+	if !reflect.DeepEqual(before, f.lease("todo_aaa")) || f.todo("todo_aaa").ClaimedBy != "agent-c" {
+		t.Fatal("a retry past its receipt changed the lease or the claim")
+	}
 }
 
 // TestSeedSequence is the seed's example: a lease at version 3 → transfer
