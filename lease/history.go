@@ -86,10 +86,22 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 	if canon, err := call.Encode(); err != nil || string(canon) != rc.Request {
 		return rc, historyErr(ProblemInvalidRequest, "the recorded request is not in canonical form")
 	}
+	// The fields of the canonical request, decoded once (a log reads
+	// every commit it walks). The actor is by_agent_id (an agent operation
+	// done by another agent), agent_id or owner.
+	var fields map[string]any
+	_ = decodeOne([]byte(rc.Request), &fields)
+	str := func(name string) string { s, _ := fields[name].(string); return s }
+	actor := ""
+	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
+		if actor = str(f); actor != "" {
+			break
+		}
+	}
 	for _, c := range []struct{ trailer, field, want string }{
-		{TrailerActor, "actor", call.actor()},
-		{TrailerGoal, "goal", call.field("goal_id")},
-		{TrailerTodo, "todo", call.field("todo_id")},
+		{TrailerActor, "actor", actor},
+		{TrailerGoal, "goal", str("goal_id")},
+		{TrailerTodo, "todo", str("todo_id")},
 	} {
 		got := map[string]string{"actor": rc.Entry.Actor, "goal": rc.Entry.Goal, "todo": rc.Entry.Todo}[c.field]
 		if c.want != "" && got != c.want {
@@ -97,31 +109,6 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 		}
 	}
 	return rc, nil
-}
-
-// actor is the acting agent a request names: by_agent_id (an agent
-// operation done by another agent), agent_id or owner.
-func (c Call) actor() string {
-	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
-		if a := c.field(f); a != "" {
-			return a
-		}
-	}
-	return ""
-}
-
-// field returns a string field of the request by its wire name.
-func (c Call) field(name string) string {
-	raw, err := c.Encode()
-	if err != nil {
-		return ""
-	}
-	var m map[string]any
-	if decodeOne(raw, &m) != nil {
-		return ""
-	}
-	s, _ := m[name].(string)
-	return s
 }
 
 // trailerLast returns the value of the last "key: value" line of msg.
