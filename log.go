@@ -60,8 +60,20 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
-	d := LogData{Entries: []LogEntry{}}
-	err = s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+	entries, ok, err := s.indexedLog(head, q)
+	if err == nil && !ok {
+		entries, err = s.walkLog(head, q)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return s.annotate(&Result{Operation: "log", CurrentRevision: revString(head), Data: LogData{Entries: entries}}, time.Time{}), nil
+}
+
+// walkLog answers q by walking the history from head.
+func (s *Store) walkLog(head gitstore.Hash, q LogQuery) ([]LogEntry, error) {
+	entries := []LogEntry{}
+	err := s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
 		}
@@ -69,13 +81,10 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
 			return true, nil
 		}
-		d.Entries = append(d.Entries, le)
-		return len(d.Entries) < q.Limit, nil
+		entries = append(entries, le)
+		return len(entries) < q.Limit, nil
 	})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return s.annotate(&Result{Operation: "log", CurrentRevision: revString(head), Data: d}, time.Time{}), nil
+	return entries, err
 }
 
 // logEntry reads one commit for the log with the parser verify --history
