@@ -36,8 +36,11 @@ type cacheFile struct {
 }
 
 // cacheFormat 2 decodes records straight into the cache's pointers (1
-// decoded values and copied each).
-const cacheFormat = 2
+// decoded values and copied each). A hit stands for a record decoded and
+// validated by this loopx (verify trusts it too): the format changes with
+// every change to how todos and leases are decoded or validated. 3: lease
+// records keep receipts and retired sets (holders.go, retention.go).
+const cacheFormat = 3
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.
@@ -81,6 +84,40 @@ func cachePut[T any](c *RecordCache, m map[string]*T, hash string, rec *T) {
 	m[hash] = rec
 	c.seen[hash] = true
 	c.learned++
+}
+
+// cachedTodo returns the cached todo of the blob hash (shared: read only).
+func (v *View) cachedTodo(hash string) (*Todo, bool) {
+	if hash == "" || v.cache == nil {
+		return nil, false
+	}
+	v.cache.init()
+	return cacheGet(v.cache, v.cache.todos, hash)
+}
+
+// cachedLease returns the cached lease of the blob hash (shared: read only).
+func (v *View) cachedLease(hash string) (*Lease, bool) {
+	if hash == "" || v.cache == nil {
+		return nil, false
+	}
+	v.cache.init()
+	return cacheGet(v.cache, v.cache.leases, hash)
+}
+
+// cacheTodo keeps a todo decoded and validated from the blob hash.
+func (v *View) cacheTodo(hash string, t *Todo) {
+	if hash != "" && v.cache != nil {
+		v.cache.init()
+		cachePut(v.cache, v.cache.todos, hash, t)
+	}
+}
+
+// cacheLease keeps a lease decoded and validated from the blob hash.
+func (v *View) cacheLease(hash string, l *Lease) {
+	if hash != "" && v.cache != nil {
+		v.cache.init()
+		cachePut(v.cache, v.cache.leases, hash, l)
+	}
 }
 
 // WorthSaving reports whether the cache learned enough since it was loaded

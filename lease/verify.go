@@ -52,7 +52,7 @@ func Verify(v *View) ([]Problem, error) {
 		todos := map[string]*Todo{}
 		leases := map[string]*Lease{}
 		var receipts []*Receipt
-		err := v.files.Walk(dir, func(p string, data []byte) error {
+		err := v.walkRecords(dir, func(p, hash string, read func() ([]byte, error)) error {
 			rel := strings.TrimPrefix(p, dir+"/")
 			var rec record
 			var want func() string // the path the decoded record belongs at
@@ -63,11 +63,23 @@ func Verify(v *View) ([]Problem, error) {
 				a := &Agent{}
 				rec, want = a, func() string { return AgentPath(goal, a.ID) }
 			case strings.HasPrefix(rel, "todos/"):
+				// Todos and leases whose very bytes were decoded and
+				// validated before are taken from the record cache.
+				if t, ok := v.cachedTodo(hash); ok {
+					todos[t.ID] = t
+					want = func() string { return TodoPath(goal, t.ID) }
+					break
+				}
 				t := &Todo{}
-				rec, want = t, func() string { todos[t.ID] = t; return TodoPath(goal, t.ID) }
+				rec, want = t, func() string { todos[t.ID] = t; v.cacheTodo(hash, t); return TodoPath(goal, t.ID) }
 			case strings.HasPrefix(rel, "leases/"):
+				if l, ok := v.cachedLease(hash); ok {
+					leases[l.TodoID] = l
+					want = func() string { return LeasePath(goal, l.TodoID) }
+					break
+				}
 				l := &Lease{}
-				rec, want = l, func() string { leases[l.TodoID] = l; return LeasePath(goal, l.TodoID) }
+				rec, want = l, func() string { leases[l.TodoID] = l; v.cacheLease(hash, l); return LeasePath(goal, l.TodoID) }
 			case strings.HasPrefix(rel, "receipts/"):
 				r := &Receipt{}
 				rec, want = r, func() string { receipts = append(receipts, r); return ReceiptPath(goal, r.ID) }
@@ -75,9 +87,17 @@ func Verify(v *View) ([]Problem, error) {
 				add(Corrupt(p, fmt.Errorf("unexpected file in goal folder")), p)
 				return nil
 			}
-			if err := DecodeAt(p, data, rec); err != nil {
-				add(err, p)
-			} else if w := want(); w != p {
+			if rec != nil {
+				data, err := read()
+				if err != nil {
+					return err
+				}
+				if err := DecodeAt(p, data, rec); err != nil {
+					add(err, p)
+					return nil
+				}
+			}
+			if w := want(); w != p {
 				add(Corrupt(p, fmt.Errorf("record stored at the wrong path (belongs at %s)", w)), p)
 			}
 			return nil

@@ -172,6 +172,20 @@ func scanRecords[T any](v *View, dir string, m func(*RecordCache) map[string]*T,
 	return nil
 }
 
+// walkRecords calls fn for every file under dir of the view's revision (not
+// its writes), in path order, with its blob hash when the files can give it
+// ("" otherwise) and a reader of its bytes.
+func (v *View) walkRecords(dir string, fn func(p, hash string, read func() ([]byte, error)) error) error {
+	if hf, ok := v.files.(HashedFiles); ok {
+		return hf.WalkHashes(dir, func(p, hash string) error {
+			return fn(p, hash, func() ([]byte, error) { return hf.ReadHash(hash) })
+		})
+	}
+	return v.files.Walk(dir, func(p string, data []byte) error {
+		return fn(p, "", func() ([]byte, error) { return data, nil })
+	})
+}
+
 // NewView returns a view of files at revision.
 func NewView(files Files, revision string, headTime time.Time) *View {
 	return &View{files: files, Revision: revision, HeadTime: headTime, writes: map[string][]byte{}}
