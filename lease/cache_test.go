@@ -90,3 +90,49 @@ func TestRecordCacheStillValidates(t *testing.T) {
 		t.Fatalf("want corrupt_record naming the path, got %v", err)
 	}
 }
+
+// TestRecordCacheWorthSaving: a cache is rewritten once what it learned since
+// loading is at least 1/64 of what it holds, and never when it learned nothing.
+func TestRecordCacheWorthSaving(t *testing.T) {
+	cases := []struct {
+		name           string
+		cached, missed int
+		want           bool
+	}{
+		{"empty cache, nothing learned", 0, 0, false},
+		{"first scan of a store", 0, 10, true},
+		{"warm cache, nothing learned", 20, 0, false},
+		{"one miss in 64 records", 63, 1, true},
+		{"one miss in 65 records", 64, 1, false},
+		{"two misses in 102 records", 100, 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files := &hashedFiles{MemFiles: MemFiles{}}
+			put := func(from, to int) {
+				v := NewView(files, "r", tlT0)
+				for i := from; i < to; i++ {
+					v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_n%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
+				}
+				files.Apply(v.Changes())
+			}
+			put(0, c.cached)
+			warm := NewRecordCache(nil)
+			v := NewView(files, "r1", tlT0)
+			v.UseCache(warm)
+			if _, err := v.Todos("g"); err != nil {
+				t.Fatal(err)
+			}
+			put(c.cached, c.cached+c.missed)
+			restored := NewRecordCache(func() []byte { return warm.Encode() })
+			w := NewView(files, "r2", tlT0)
+			w.UseCache(restored)
+			if got, err := w.Todos("g"); err != nil || len(got) != c.cached+c.missed {
+				t.Fatalf("%d todos, %v", len(got), err)
+			}
+			if got := restored.WorthSaving(); got != c.want {
+				t.Fatalf("WorthSaving() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -35,6 +35,10 @@ func TestUpdate(t *testing.T) {
 		{name: "bad excluded agent", req: UpdateRequest{Actor: "a", ExcludeAgents: []string{"B"}}, code: CodeInvalidAgentID},
 		{name: "bad proof key", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: ""}}, code: CodeInvalidIdempotencyKey},
 		{name: "negative proof version", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: -1}}, code: CodeInvalidRequest},
+		{name: "proof version above the generation limit", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: MaxGeneration + 1}}, code: CodeInvalidRequest},
+		// versions 0 and MaxGeneration are well-formed: the proof is then checked against the (missing) lease, not refused as malformed
+		{name: "proof version 0 is well-formed", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: 0}}, code: CodeLeaseProofMismatch},
+		{name: "proof version at the generation limit is well-formed", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: MaxGeneration}}, code: CodeVersionMismatch},
 		{name: "unregistered", req: UpdateRequest{Actor: "zed", Note: "n"}, code: CodeAgentNotRegistered},
 		{name: "done todo", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.Status = TodoDone }) },
 			req: UpdateRequest{Actor: "a", Note: "n"}, code: CodeTodoNotOpen},
