@@ -14,6 +14,9 @@
 #                    run before it counts as TIMED OUT (gremlins' default is 3;
 #                    5 leaves room for a shared, loaded machine)
 #   OUT=DIR          where the log and gremlins' JSON go (default: a temp dir)
+#   FILES=REGEXP     mutate only the lease/*.go files whose base name matches
+#                    (e.g. FILES='^(claim|guard)\.go$'): a shard of the full run,
+#                    or a re-run of the files whose mutants lived
 #
 # Not in .ci/run: a full run tests ~1100 mutants with the whole lease suite each
 # (see bench/mutation-equivalent.md for the figures and how long it takes).
@@ -53,12 +56,20 @@ start=$(date +%s)
 # in _test files). The coverage that decides which mutants are RUNNABLE is that
 # of lease's own tests (./lease/...), so code only the root package exercises
 # counts as NOT COVERED, not as killed.
+# gremlins only excludes (by a regexp on the path relative to lease/), so a
+# FILES selection becomes one exclusion of every other file.
+excl=()
+if [ -n "${FILES:-}" ]; then
+  others=$(cd lease && ls *.go | grep -v '_test\.go$' | grep -Ev -- "$FILES" | sed 's/\./\\./' | paste -sd'|' -)
+  if [ -n "$others" ]; then excl=(--exclude-files "^($others)\$"); fi
+fi
+
 set +e
 "$gremlins" unleash \
   --workers "${WORKERS:-2}" \
   --timeout-coefficient "${TIMEOUT_COEFF:-5}" \
   --output "$json" \
-  "$@" ./lease >"$log" 2>&1
+  "${excl[@]}" "$@" ./lease >"$log" 2>&1
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
@@ -103,7 +114,7 @@ if rev=$(git rev-parse --short HEAD 2>/dev/null); then
 else
   rev="${COMMIT:-not a git checkout}"
 fi
-echo "== result ($rev, ${elapsed}s, workers ${WORKERS:-2})"
+echo "== result ($rev, ${elapsed}s, workers ${WORKERS:-2}${FILES:+, files $FILES})"
 echo "killed $killed, lived $lived ($livedeq of them equivalent), timed out $timedout, not viable $notviable, not covered $notcovered"
 awk -v k="$killed" -v l="$lived" -v e="$livedeq" 'BEGIN {
   if (k + l == 0) { print "efficacy: no mutant ran"; exit }

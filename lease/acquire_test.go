@@ -406,7 +406,7 @@ func TestScopesOverlap(t *testing.T) {
 		{"src/[a-c]*.go", "src/[x-z]*.go", false},
 		{"src/[a-c]*.go", "src/[c-z]*.go", true},
 		{"src/[!a]*.go", "src/[!b]*.go", true},
-		{"src/[!a].go", "src/!.go", true}, // the ! negates, it is not a member
+		{"src/[!a].go", "src/!.go", true},  // the ! negates, it is not a member
 		{"src/[a-a].go", "src/a.go", true}, // a one-letter range
 		{"src/[a-a].go", "src/b.go", false},
 		{"src/[x{].go", "src/{.go", true}, // a brace inside a class is a literal
