@@ -39,7 +39,7 @@ func TestCheckClock(t *testing.T) {
 				t.Errorf("clock_skew is not transient")
 			}
 		}
-		if got := SkewOf(c, tc.head, tc.skew); (got != nil) != tc.bad {
+		if got := SkewOf(c, tc.head, tc.skew); (got != nil) != tc.bad || got != nil && got.MaxClockSkewSeconds != int64(tc.skew/time.Second) {
 			t.Errorf("%s: SkewOf = %+v", tc.name, got)
 		}
 	}
