@@ -2,6 +2,7 @@ package lease
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,6 +72,11 @@ func TestViewLease(t *testing.T) {
 		if !strings.Contains(string(raw), k) {
 			t.Errorf("json %s lacks %s", raw, k)
 		}
+	}
+	// Scopes are shown as held.
+	l.WriteScopes = []string{"src/**"}
+	if lv, err := ViewLease(v, tlGoal, l, tlAt(10)); err != nil || !slices.Equal(lv.Lease.WriteScopes, []string{"src/**"}) {
+		t.Fatalf("view %+v %v", lv, err)
 	}
 	// The view is a copy: changing it does not change the caller's lease.
 	lv.Lease.Owner = "x"
