@@ -33,6 +33,7 @@ func TestUpdate(t *testing.T) {
 		{name: "bad priority", req: UpdateRequest{Actor: "a", Priority: "P9"}, code: CodeInvalidRequest},
 		{name: "clear and set claim", req: UpdateRequest{Actor: "a", ClearClaim: true, ClaimedBy: "a"}, code: CodeInvalidRequest},
 		{name: "bad excluded agent", req: UpdateRequest{Actor: "a", ExcludeAgents: []string{"B"}}, code: CodeInvalidAgentID},
+		{name: "bad claimed-by id", req: UpdateRequest{Actor: "a", ClaimedBy: "Agent B"}, code: CodeInvalidAgentID},
 		{name: "bad proof key", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: ""}}, code: CodeInvalidIdempotencyKey},
 		{name: "negative proof version", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: -1}}, code: CodeInvalidRequest},
 		{name: "proof version above the generation limit", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: MaxGeneration + 1}}, code: CodeInvalidRequest},
