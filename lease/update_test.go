@@ -62,6 +62,12 @@ func TestUpdate(t *testing.T) {
 			status: StatusApplied, changes: []string{"text"}},
 		{name: "claimed by another", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Text: tcStr("x")},
 			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "note by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Note: "n"},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "exclusion by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ExcludeAgents: []string{"c"}},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "self-claim through update by an excluded agent", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.ExcludedAgents = []string{"b"} }) },
+			req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, code: CodeAgentExcluded},
 		{name: "excluded agent", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.ExcludedAgents = []string{"b"} }) },
 			req: UpdateRequest{Actor: "b", Note: "n"}, code: CodeAgentExcluded},
 		{name: "bound to another", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.BoundAgent = "a" }) },
@@ -122,6 +128,9 @@ func TestUpdate(t *testing.T) {
 		{name: "exclude the claim owner", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}}, code: CodeInvalidRequest},
 		{name: "exclude the claim owner and clear", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}, ClearClaim: true},
 			status: StatusApplied, changes: []string{"claim", "excluded_agents"}},
+		{name: "exclude the claim's scope agent", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}}, code: CodeInvalidRequest},
 		{name: "exclude the new claimant", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"b"}, ClaimedBy: "b"}, code: CodeInvalidRequest},
 		{name: "exclude the owner of an expired claim", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimExpiresAt = timePtr(tcMin(-1)) })
