@@ -95,16 +95,18 @@ func TestRecordCacheStillValidates(t *testing.T) {
 // loading is at least 1/64 of what it holds, and never when it learned nothing.
 func TestRecordCacheWorthSaving(t *testing.T) {
 	cases := []struct {
-		name           string
-		cached, missed int
-		want           bool
+		name                   string
+		cached, leases, missed int // cached todos, cached leases, todos read after loading
+		want                   bool
 	}{
-		{"empty cache, nothing learned", 0, 0, false},
-		{"first scan of a store", 0, 10, true},
-		{"warm cache, nothing learned", 20, 0, false},
-		{"one miss in 64 records", 63, 1, true},
-		{"one miss in 65 records", 64, 1, false},
-		{"two misses in 102 records", 100, 2, true},
+		{"empty cache, nothing learned", 0, 0, 0, false},
+		{"first scan of a store", 0, 0, 10, true},
+		{"warm cache, nothing learned", 20, 0, 0, false},
+		{"one miss in 64 records", 63, 0, 1, true},
+		{"one miss in 65 records", 64, 0, 1, false},
+		{"two misses in 102 records", 100, 0, 2, true},
+		{"leases count: one miss in 65 records", 0, 64, 1, false},
+		{"leases count: one miss in 64 records", 0, 63, 1, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,11 +119,19 @@ func TestRecordCacheWorthSaving(t *testing.T) {
 				files.Apply(v.Changes())
 			}
 			put(0, c.cached)
+			for i := 0; i < c.leases; i++ {
+				id := fmt.Sprintf("todo_l%03d", i)
+				files.MemFiles[LeasePath("g", id)] = Encode(&Lease{TodoID: id, Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1,
+					Status: LeaseActive, AcquiredAt: tlT0, ExpiresAt: tlAt(60)})
+			}
 			warm := NewRecordCache(nil)
 			v := NewView(files, "r1", tlT0)
 			v.UseCache(warm)
 			if _, err := v.Todos("g"); err != nil {
 				t.Fatal(err)
+			}
+			if ls, err := v.Leases("g"); err != nil || len(ls) != c.leases {
+				t.Fatalf("%d leases, %v", len(ls), err)
 			}
 			put(c.cached, c.cached+c.missed)
 			restored := NewRecordCache(func() []byte { return warm.Encode() })

@@ -209,6 +209,7 @@ func TestClaim(t *testing.T) {
 		{name: "ttl too long", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: MaxClaimTTLMinutes + 1}, code: CodeInvalidTTL},
 		{name: "ttl at the limit", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: MaxClaimTTLMinutes}, status: StatusApplied, claimBy: "a", expiryIn: MaxClaimTTLMinutes},
 		{name: "bad scope agent id", req: ClaimRequest{Actor: "orch", ScopeAgent: "A!"}, code: CodeInvalidAgentID},
+		{name: "bad scope agent id on a missing todo", req: ClaimRequest{Actor: "orch", ScopeAgent: "A!", Todo: "todo_missing"}, code: CodeInvalidAgentID},
 		{name: "bad agent id", req: ClaimRequest{Actor: "A!"}, code: CodeInvalidAgentID},
 		{name: "bad todo id", req: ClaimRequest{Actor: "a", Todo: "x"}, code: CodeInvalidTodoID},
 		{name: "missing todo", req: ClaimRequest{Actor: "a", Todo: "todo_missing"}, code: CodeTodoNotFound},

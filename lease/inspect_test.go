@@ -2,6 +2,7 @@ package lease
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,10 @@ func TestViewLease(t *testing.T) {
 		if !strings.Contains(string(raw), k) {
 			t.Errorf("json %s lacks %s", raw, k)
 		}
+	}
+	// Holders are shown as recorded.
+	if lv, _ := ViewLease(v, tlGoal, l, tlAt(10)); len(l.Holders) == 0 || !reflect.DeepEqual(lv.Lease.Holders, l.Holders) {
+		t.Fatalf("holders %+v, want %+v", lv.Lease.Holders, l.Holders)
 	}
 	// Scopes are shown as held.
 	l.WriteScopes = []string{"src/**"}

@@ -62,6 +62,8 @@ func TestUpdate(t *testing.T) {
 			status: StatusApplied, changes: []string{"text"}},
 		{name: "claimed by another", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Text: tcStr("x")},
 			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "priority by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Priority: "P0"},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
 		{name: "note by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Note: "n"},
 			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
 		{name: "exclusion by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ExcludeAgents: []string{"c"}},
@@ -86,6 +88,13 @@ func TestUpdate(t *testing.T) {
 		{name: "orchestrator without its reason", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch-r", ClearClaim: true}, code: CodeAuthorityRequired},
 		{name: "orchestrator with its reason", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch-r", ClearClaim: true, AuthorityReason: "a crashed"},
 			status: StatusApplied, changes: []string{"claim"}},
+		{name: "only the bound agent clears an expired claim", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", func(t *Todo) { t.BoundAgent, t.ClaimTTLMinutes, t.ClaimExpiresAt = "a", 5, timePtr(tcMin(-1)) })
+		}, req: UpdateRequest{Actor: "b", ClearClaim: true}, code: CodeBoundAgentMismatch},
+		{name: "reassign authority alone assigns the bound agent", setup: func(f *tcFix) {
+			f.setAgent(&Agent{ID: "orch-x", Role: RoleOrchestrator, LifecycleAuthority: []string{ActionReassign}, Status: AgentRegistered, RegisteredAt: tcT0, UpdatedAt: tcT0})
+			f.editTodo("todo_one", func(t *Todo) { t.BoundAgent = "c" })
+		}, req: UpdateRequest{Actor: "orch-x", ClaimedBy: "c"}, status: StatusApplied, changes: []string{"claim"}},
 		{name: "anyone clears an expired claim", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 5, timePtr(tcMin(-1)) })
 		}, req: UpdateRequest{Actor: "b", ClearClaim: true}, status: StatusApplied, changes: []string{"claim"},
