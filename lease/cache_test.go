@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,29 @@ func TestRecordCacheWorthSaving(t *testing.T) {
 				t.Fatalf("WorthSaving() = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestLeaseClone: a lease handed out from the cache is an equal, deep copy
+// (holders included, a nil holder list stays nil), so a decision may change
+// it without changing the cache.
+func TestLeaseClone(t *testing.T) {
+	for _, l := range []*Lease{
+		{TodoID: "todo_abc", Owner: "agent-a", IdempotencyKey: "k", Version: 2, Epoch: 2, Status: LeaseActive, WriteScopes: []string{"src/**"},
+			RenewedAt: tlTime(5), AcquiredAt: tlT0, ExpiresAt: tlAt(60),
+			Holders: []Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "kb", EndedAt: tlTime(1), EndReason: EndTransferred}, {Epoch: 2, Owner: "agent-a", IdempotencyKey: "k"}}},
+		{TodoID: "todo_abc", Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1, Status: LeaseActive, AcquiredAt: tlT0, ExpiresAt: tlAt(60)},
+	} {
+		c := l.Clone()
+		if !reflect.DeepEqual(c, l) {
+			t.Fatalf("clone %+v\nof    %+v", c, l)
+		}
+		if len(c.Holders) > 0 {
+			*c.Holders[0].EndedAt = tlAt(99)
+			c.WriteScopes[0] = "x"
+			if l.Holders[0].EndedAt.Equal(tlAt(99)) || l.WriteScopes[0] != "src/**" {
+				t.Fatal("the clone shares memory with the lease")
+			}
+		}
 	}
 }
