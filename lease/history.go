@@ -99,8 +99,12 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 	return rc, nil
 }
 
-// actor is the acting agent a request names (agent_id or owner).
+// actor is the acting agent a request names (agent_id or owner; a request
+// that acts for another agent says who acts by ActingAgent).
 func (c Call) actor() string {
+	if a, ok := c.Req.(interface{ ActingAgent() string }); ok {
+		return a.ActingAgent()
+	}
 	if a := c.field("agent_id"); a != "" {
 		return a
 	}
