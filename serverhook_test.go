@@ -433,3 +433,80 @@ func serverHookRace(t *testing.T, kind string) {
 	}
 	t.Logf("%s: %d commits on the server, all verified and signed", kind, len(chain))
 }
+
+// TestSignedStoreLocal: in a store that requires signatures, an agent acts
+// only with its registered key (refused before writing otherwise),
+// registration is signed by the key it registers, rotation is signed by the
+// old key or by an orchestrator's, and verify --history refuses an unsigned
+// state commit with signature_required.
+func TestSignedStoreLocal(t *testing.T) {
+	keys := t.TempDir()
+	ka, ka2, kb, kb2, kl := newAgentKey(t, keys, "a"), newAgentKey(t, keys, "a2"), newAgentKey(t, keys, "b"), newAgentKey(t, keys, "b2"), newAgentKey(t, keys, "lead")
+	dir := t.TempDir()
+	mustEnv(t, dir, ka.env(), "init", "--require-signatures")
+	mustEnv(t, dir, ka.env(), "goal", "create", "--goal-id", "g")
+	mustEnv(t, dir, ka.env(), "agent", "register", "--goal-id", "g", "--agent-id", "a", "--signing-key", ka.pub)
+	refused := func(env []string, code string, args ...string) {
+		t.Helper()
+		before := git(t, dir, "rev-parse", "refs/loopx/state")
+		r := loopx(t, dir, env, args...)
+		if r.code != 1 || r.errCode() != code {
+			t.Fatalf("%v: exit %d %s, want %s", args, r.code, r.raw, code)
+		}
+		if after := git(t, dir, "rev-parse", "refs/loopx/state"); after != before {
+			t.Fatalf("%v: refused, yet the ref moved", args)
+		}
+	}
+	refused(kb.env(), "signature_required", "agent", "register", "--goal-id", "g", "--agent-id", "b")
+	refused(ka.env(), "signature_required", "agent", "register", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb.pub)
+	mustEnv(t, dir, kb.env(), "agent", "register", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb.pub)
+	mustEnv(t, dir, kl.env(), "agent", "register", "--goal-id", "g", "--agent-id", "lead", "--role", "orchestrator",
+		"--lifecycle-authority", "reassign", "--signing-key", kl.pub)
+	refused(nil, "signature_required", "todo", "add", "--goal-id", "g", "--agent-id", "a", "--text", "x", "--todo-id", "todo_sig")
+	mustEnv(t, dir, ka.env(), "todo", "add", "--goal-id", "g", "--agent-id", "a", "--text", "x", "--todo-id", "todo_sig")
+
+	// Rotation by the agent, signed with the old key; then only the new one acts.
+	refused(ka2.env(), "signature_required", "agent", "rotate-key", "--goal-id", "g", "--agent-id", "a", "--signing-key", ka2.pub)
+	r := mustEnv(t, dir, ka.env(), "agent", "rotate-key", "--goal-id", "g", "--agent-id", "a", "--signing-key", ka2.pub)
+	if r.out["status"] != "applied" || r.out["operation"] != "agent.rotate-key" {
+		t.Fatalf("rotate-key: %s", r.raw)
+	}
+	claim := []string{"todo", "claim", "--goal-id", "g", "--todo-id", "todo_sig", "--agent-id", "a"}
+	refused(ka.env(), "signature_required", claim...)
+	mustEnv(t, dir, ka2.env(), claim...)
+	// By an orchestrator with reassign authority, signed with its own key.
+	refused(kb.env(), "signature_required", "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "lead")
+	mustEnv(t, dir, kl.env(), "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "lead")
+	log := git(t, dir, "log", "-1", "--format=%an %B", "refs/loopx/state")
+	if !strings.HasPrefix(log, "lead agent rotate-key g by lead") || !strings.Contains(log, "Loopx-Operation: agent.rotate-key") {
+		t.Fatalf("the rotation's audit trail:\n%s", log)
+	}
+	r = must(t, dir, "verify", "--history")
+	if h := r.out["history"].(map[string]any); h["valid"] != true {
+		t.Fatalf("verify --history: %s", r.raw)
+	}
+
+	// An unsigned state commit (the head's signature taken out) does not verify.
+	head := git(t, dir, "rev-parse", "refs/loopx/state")
+	payload, sig := splitSig(git(t, dir, "cat-file", "commit", head) + "\n")
+	if sig == "" {
+		t.Fatal("the head is not signed")
+	}
+	unsigned := writeCommit(t, dir, payload)
+	git(t, dir, "update-ref", "refs/loopx/state", unsigned, head)
+	r = loopx(t, dir, nil, "verify", "--history")
+	if r.code != 1 || r.errCode() != "signature_required" || r.out["error"].(map[string]any)["revision"] != unsigned {
+		t.Fatalf("verify --history of an unsigned head: exit %d %s", r.code, r.raw)
+	}
+	// Signed by b's key instead: signature_invalid.
+	bsig, err := sshsig.Sign(strings.NewReader(payload), kb2.signer, sshsig.HashSHA512, "git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := writeCommit(t, dir, withSig(payload, string(sshsig.Armor(bsig))))
+	git(t, dir, "update-ref", "refs/loopx/state", wrong, unsigned)
+	r = loopx(t, dir, nil, "verify", "--history")
+	if r.code != 1 || r.errCode() != "signature_invalid" {
+		t.Fatalf("verify --history of a head signed by another key: exit %d %s", r.code, r.raw)
+	}
+}
