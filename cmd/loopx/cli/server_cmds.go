@@ -44,6 +44,9 @@ one).`,
 	c.Flags().StringVar(&keyFile, "signing-key", "", "the new SSH public key file (FILE.pub)")
 	c.Flags().StringVar(&req.By, "by", "", "an orchestrator with reassign authority acting for the agent")
 	c.Flags().StringVar(&req.AuthorityReason, "authority-reason", "", "why the orchestrator rotates the key (recorded)")
+	// --by names an agent here (on todo supersede, a todo): registered
+	// before the rails walk, which then leaves it alone.
+	_ = c.RegisterFlagCompletionFunc("by", e.completeIDs("by", "agent"))
 	return c
 }
 
