@@ -209,3 +209,47 @@ func BenchmarkSigning(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSignCommit isolates what signing adds to one decision: the
+// signer rule (lease.CommitSigner on the head) and an ed25519 signature of
+// a commit object, the key resolved once per Store as in a mutation.
+func BenchmarkSignCommit(b *testing.B) {
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dir := benchDir(b)
+	keyPath, pub := benchKey(b, b.TempDir())
+	opts := Options{Dir: dir, Now: func() time.Time { return clock }, SigningKey: keyPath}
+	if _, err := Init(opts, InitOptions{RequireSignatures: true}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, req := range []any{
+		lease.GoalCreateRequest{Goal: "g"},
+		lease.RegisterRequest{Goal: "g", Agent: "agent-a", SigningKey: pub},
+	} {
+		if _, err := s.Apply(lease.CallOf(req)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	head, _ := s.git.Head()
+	sn, err := s.repo.Snapshot(head)
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := lease.CallOf(lease.RenewRequest{Goal: "g", Todo: "todo_x", Owner: "agent-a", IdempotencyKey: "k", TTLSeconds: 60})
+	out := &lease.Outcome{Operation: lease.OpLeaseRenew, Goal: "g", Todo: "todo_x", Actor: "agent-a"}
+	payload := bytes.Repeat([]byte("tree 0123456789012345678901234567890123456789\n"), 14)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sign, err := s.commitSigner(sn, call, out)
+		if err != nil || sign == nil {
+			b.Fatalf("no signer: %v", err)
+		}
+		if _, err := sign(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
