@@ -99,16 +99,15 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 	return rc, nil
 }
 
-// actor is the acting agent a request names (agent_id or owner; a request
-// that acts for another agent says who acts by ActingAgent).
+// actor is the acting agent a request names: by_agent_id (an agent
+// operation done by another agent), agent_id or owner.
 func (c Call) actor() string {
-	if a, ok := c.Req.(interface{ ActingAgent() string }); ok {
-		return a.ActingAgent()
+	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
+		if a := c.field(f); a != "" {
+			return a
+		}
 	}
-	if a := c.field("agent_id"); a != "" {
-		return a
-	}
-	return c.field("owner")
+	return ""
 }
 
 // field returns a string field of the request by its wire name.

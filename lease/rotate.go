@@ -12,7 +12,7 @@ import (
 //     is signed with the key it replaces (the key registered at the
 //     commit's parent, like every commit; signature.go), so only the holder
 //     of the old key can rotate it;
-//   - or by a registered orchestrator of the goal whose lifecycle authority
+//   - or by a registered orchestrator of the goal (by_agent_id) whose lifecycle authority
 //     includes "reassign" (the authority to move what belongs to one agent
 //     to another), giving --authority-reason when its registration
 //     requires one; its commit is signed with the orchestrator's own key.
@@ -30,17 +30,10 @@ type RotateKeyRequest struct {
 	Agent      string `json:"agent_id,omitempty" desc:"the agent whose key is replaced" required:"true"`
 	SigningKey string `json:"signing_key,omitempty" desc:"the new SSH public key (authorized_keys format)" required:"true"`
 	// By is the orchestrator acting for the agent ("" or the agent itself:
-	// the agent acts).
-	By              string `json:"by,omitempty" desc:"an orchestrator with reassign authority acting for the agent (default: the agent itself)"`
+	// the agent acts); by_agent_id on the wire, as for every agent
+	// operation done by another agent.
+	By              string `json:"by_agent_id,omitempty" desc:"an orchestrator with reassign authority acting for the agent (default: the agent itself)"`
 	AuthorityReason string `json:"authority_reason,omitempty" desc:"why the orchestrator rotates the key (recorded; required when its registration requires a reason)"`
-}
-
-// ActingAgent is who makes the commit: the orchestrator, or the agent.
-func (r RotateKeyRequest) ActingAgent() string {
-	if r.By != "" {
-		return r.By
-	}
-	return r.Agent
 }
 
 // RotateKeyData is the result of agent rotate-key.
