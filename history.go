@@ -67,7 +67,11 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 	res := s.annotate(&Result{Operation: "verify", CurrentRevision: revString(head), Data: map[string]any{"history": d}}, s.opts.now())
 	if !d.Valid {
 		p := d.FirstInvalid
-		return res, lease.Errorf(lease.CodeCorruptRecord, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
+		code := lease.CodeCorruptRecord
+		if p.Reason == ProblemSignatureRequired || p.Reason == ProblemSignatureInvalid {
+			code = lease.Code(p.Reason)
+		}
+		return res, lease.Errorf(code, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
 			With("revision", p.Revision).With("reason", p.Reason).With("history", d)
 	}
 	return res, nil
@@ -191,6 +195,9 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 	if tree != c.Tree {
 		return 0, historyProblem(lease.ProblemTreeMismatch, "its records are not what its request decides on its parent (%s)", s.treeDiff(c, tree))
 	}
+	if err := s.checkSignature(c, parentSn, rc.Call, rd.Outcome); err != nil {
+		return 0, err
+	}
 	return commitState, nil
 }
 
@@ -289,6 +296,20 @@ func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 type historyBoards struct {
 	s      *Store
 	models map[string]*historyModel
+	// saved starts from the goal's saved board model and keeps what it
+	// learned (the server hook: a push of one board commit at 10,000 todos
+	// then costs what changed, not a render from every record).
+	saved bool
+}
+
+// save keeps the models brought up to date (saved walks only).
+func (h *historyBoards) save() {
+	if !h.saved {
+		return
+	}
+	for goal, hm := range h.models {
+		h.s.saveBoardModel(goal, hm.rev, hm.m)
+	}
 }
 
 type historyModel struct {
@@ -304,6 +325,14 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 	if hm := h.models[goal]; hm != nil {
 		if board, ok := h.catchUp(hm, sn, v, g); ok {
 			return board, nil
+		}
+	} else if h.saved {
+		if m := h.s.loadBoardModel(sn, v, goal); m != nil {
+			m.SetGoal(g)
+			if board, err := m.Render(viewRecords{v, goal}); err == nil {
+				h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
+				return board, nil
+			}
 		}
 	}
 	board, m, err := renderBoardFull(v, goal)

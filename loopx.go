@@ -63,6 +63,13 @@ type Options struct {
 	// Offline works on the local ref alone, for a store with a remote;
 	// `loopx sync` publishes the work later.
 	Offline bool
+	// SigningKey is where the commit signing key is ($LOOPX_SIGNING_KEY:
+	// a private key file, or a public key the ssh-agent holds); without
+	// it, git's user.signingKey (gpg.format=ssh) and the ssh-agent are
+	// asked for the acting agent's registered key (signed.go).
+	SigningKey string
+	// SSHAuthSock is the ssh-agent's socket ($SSH_AUTH_SOCK).
+	SSHAuthSock string
 }
 
 // Store is an open loopx store.
@@ -76,6 +83,7 @@ type Store struct {
 	// unrecorded leaves the request out of state commits: only the
 	// benchmark of what recording costs sets it.
 	unrecorded bool
+	keys       *keyRing // resolved signing keys (signed.go), shared by copies
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.
@@ -146,7 +154,7 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
-	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteOf(reg, opts)}
+	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteOf(reg, opts), keys: &keyRing{}}
 	ref := DefaultRef
 	if reg != nil {
 		if reg.Ref != "" {
@@ -186,6 +194,7 @@ func (s *Store) Close() error {
 	if s.cache != nil && s.cache.WorthSaving() {
 		_ = s.repo.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
 	}
+	s.keys.close()
 	if s.git == nil {
 		return nil
 	}
@@ -196,7 +205,7 @@ func (s *Store) Close() error {
 // in-memory repository of tests, where the administration of a Git
 // repository (gc, hooks, remotes) does not apply.
 func openRepo(repo gitstore.Repo, opts Options) *Store {
-	s := &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}}
+	s := &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}, keys: &keyRing{}}
 	s.cache = lease.NewRecordCache(func() []byte {
 		data, _ := repo.ReadSideFile(recordCacheName)
 		return data
@@ -220,6 +229,8 @@ type InitOptions struct {
 	// Force lets init start a store on Ref when the repository's store is
 	// on another ref (which is kept, not deleted).
 	Force bool
+	// RequireSignatures turns on signed state commits (false: keep).
+	RequireSignatures bool
 }
 
 // InitData is the result of init.
@@ -259,7 +270,7 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, MaxClockSkewSeconds: in.MaxClockSkewSeconds}))
+	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, MaxClockSkewSeconds: in.MaxClockSkewSeconds, RequireSignatures: in.RequireSignatures}))
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +319,12 @@ func mapErr(err error) error {
 	case errors.Is(err, gitstore.ErrNoRemote):
 		return lease.Errorf(lease.CodeInvalidRequest, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
 	case errors.Is(err, gitstore.ErrRemoteRejected):
-		return lease.Errorf(lease.CodeRemoteRejected, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
+		e := lease.Errorf(lease.CodeRemoteRejected, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
+		if refused := serverRefusals(err.Error()); len(refused) > 0 {
+			// A loopx server hook said why: its first code is the reason.
+			e.With("reason", refused[0].Code).With("refused", refused)
+		}
+		return e
 	case errors.Is(err, gitstore.ErrRemoteUnavailable):
 		return lease.Errorf(lease.CodeRemoteUnavailable, "%s: retry with the same arguments", strings.TrimPrefix(err.Error(), "gitstore: "))
 	case errors.Is(err, gitstore.ErrBusy):

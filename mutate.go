@@ -195,6 +195,9 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 		o.Request = string(req)
 	}
 	p := &gitstore.Proposal{Info: s.commitInfo(o.Actor, o.Message(), now)}
+	if p.Info.Sign, err = s.commitSigner(sn, c, o); err != nil {
+		return attempt{err: err}
+	}
 	for _, ch := range v.Changes() {
 		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
 	}

@@ -37,9 +37,14 @@ type objectDB struct {
 	commonDir string
 	objDir    string
 	repo      *git.Repository // fallback reader (the Store's)
+	// envDirs are object folders the environment names (a pre-receive
+	// hook's quarantine), read after objDir and never written
+	// (quarantine.go).
+	envDirs []string
 
 	packsLoaded bool
 	packs       []*packReader
+	envPacks    []*packReader // the packs of envDirs (never consulted by has)
 	deltaCache  *baseCache
 
 	zr io.ReadCloser // reused zlib reader
@@ -62,6 +67,7 @@ func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
 		objDir:     filepath.Join(commonDir, "objects"),
 		repo:       repo,
 		deltaCache: &baseCache{},
+		envDirs:    envObjectDirs(filepath.Join(commonDir, "objects")),
 	}
 }
 
@@ -71,10 +77,10 @@ func (db *objectDB) close() error {
 }
 
 func (db *objectDB) closePacks() {
-	for _, p := range db.packs {
+	for _, p := range append(db.packs, db.envPacks...) {
 		p.close()
 	}
-	db.packs = nil
+	db.packs, db.envPacks = nil, nil
 	db.packsLoaded = false
 	db.deltaCache.clear()
 }
@@ -121,6 +127,11 @@ func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
 			return t, data, err
 		}
 	}
+	for _, p := range db.envPacks {
+		if t, data, ok, err := p.get(h); ok {
+			return t, data, err
+		}
+	}
 	db.fallbackReads++
 	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
@@ -151,6 +162,10 @@ func readEncoded(obj plumbing.EncodedObject) ([]byte, error) {
 // is none.
 func (db *objectDB) readLoose(h Hash) (plumbing.ObjectType, []byte, error) {
 	raw, err := os.ReadFile(db.loosePath(h))
+	for i := 0; errors.Is(err, os.ErrNotExist) && i < len(db.envDirs); i++ {
+		hex := h.String()
+		raw, err = os.ReadFile(filepath.Join(db.envDirs[i], hex[:2], hex[2:]))
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -229,6 +244,17 @@ func (db *objectDB) loadPacks() {
 	sort.Slice(others, func(i, j int) bool { return others[i].mod.After(others[j].mod) })
 	for _, o := range others {
 		db.packs = append(db.packs, lazyPack(db.objDir, o.name, db.deltaCache))
+	}
+	// Last, the packs of the environment's object folders (read-only).
+	for _, dir := range db.envDirs {
+		idxs, _ := filepath.Glob(filepath.Join(dir, "pack", "pack-*.idx"))
+		for _, idx := range idxs {
+			hex := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
+			if name := plumbing.NewHash(hex); name.String() == hex && !own[name] {
+				own[name] = true
+				db.envPacks = append(db.envPacks, lazyPack(dir, name, db.deltaCache))
+			}
+		}
 	}
 }
 

@@ -64,6 +64,8 @@ var ignoredFlags = []struct {
 	{"status", []string{}},
 	{"guard install", []string{"goal-id"}},
 	{"guard check", []string{"goal-id"}},
+	{"server-hook install", []string{"goal-id", "remote", "offline"}},
+	{"server-hook pre-receive", []string{"goal-id", "remote", "offline"}},
 	{"version", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 	{"demo", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 }
