@@ -74,7 +74,9 @@ func tools() []tool {
 			desc: "Claim a todo for agent_id (loopx todo claim), optionally expiring after claim_ttl_minutes, and with task_lease_idempotency_key and ttl_seconds acquiring its task lease in the same commit. " +
 				"An orchestrator may delegate with claimed_by and scope_agent_id. Refused with claim_conflict while another agent's claim is in force.",
 			schema: requestSchema(schemaClaim, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, schemaClaim) },
+			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+				return c.apply(s, schemaClaim)
+			},
 		},
 		{
 			name: "acquire", title: "Acquire a task lease",
@@ -89,7 +91,9 @@ func tools() []tool {
 			desc: "Extend the current execution's lease to ttl_seconds from now (loopx task-lease renew); the proof is owner, idempotency_key and expected_version = the lease's current version, and the version goes up by one. " +
 				"Renew at about a third of the TTL; a refusal (version_mismatch, lease_proof_mismatch, lease_not_active, ...) means the lease is lost: stop writing.",
 			schema: requestSchema(schemaRenew, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, schemaRenew) },
+			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+				return c.apply(s, schemaRenew)
+			},
 		},
 		{
 			name: "transfer", title: "Hand a task lease over",
@@ -112,21 +116,27 @@ func tools() []tool {
 			desc: "End the current execution (loopx task-lease release) with its proof (owner, idempotency_key, expected_version); the claim stays. " +
 				`Releasing a lease already released, or none at expected_version 0, is "no_change".`,
 			schema: requestSchema(schemaRelease, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, schemaRelease) },
+			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+				return c.apply(s, schemaRelease)
+			},
 		},
 		{
 			name: "complete", title: "Complete a todo",
 			desc: "Mark a todo done with evidence and a closing note (loopx todo complete). While the todo has a lease in force, task_lease {idempotency_key, expected_version} proves the execution, and the lease is released in the same commit. " +
 				"Completing a done todo again is a replay.",
 			schema: requestSchema(schemaComplete, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, schemaComplete) },
+			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+				return c.apply(s, schemaComplete)
+			},
 		},
 		{
 			name: "update", title: "Update a todo",
 			desc: "Change a todo (loopx todo update): its text, a continuation note for whoever continues, its priority, excluded agents, or its claim (clear_claim; claimed_by for an orchestrator's reassignment). " +
 				"While the todo has a lease in force, task_lease {idempotency_key, expected_version} proves the execution.",
 			schema: requestSchema(schemaUpdate, nil),
-			run:    func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, schemaUpdate) },
+			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+				return c.apply(s, schemaUpdate)
+			},
 		},
 		{
 			name: "show", title: "Show a todo", readOnly: true,
