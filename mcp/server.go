@@ -77,10 +77,10 @@ func NewServer(o Options) *sdk.Server {
 	return s
 }
 
-// Serve runs the server on t until the client disconnects or ctx is done
-// (which is not an error).
+// Serve runs the server on t until the client's input ends and every call
+// read is answered, or until ctx is done (which is not an error).
 func Serve(ctx context.Context, o Options, t sdk.Transport) error {
-	err := NewServer(o).Run(ctx, t)
+	err := NewServer(o).Run(ctx, answering{t})
 	if ctx.Err() != nil {
 		return nil
 	}

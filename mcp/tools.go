@@ -66,17 +66,16 @@ func tools() []tool {
 			desc: "List the todos agent_id may take now, highest priority first (open, dependencies done, not claimed or leased by another, not excluded). " +
 				"With claim: true, claim the first one atomically instead (loopx todo ready --claim): optionally with a claim TTL, and with task_lease_idempotency_key and ttl_seconds its task lease in the same commit; " +
 				`"claimed": false when nothing was ready. wait_seconds waits for work to become ready.`,
-			schema: requestSchema(schemaReadyClaim, map[string]any{argClaim: claimProp, argWait: waitProp}),
-			run:    runReady,
+			schema: withDesc(requestSchema(schemaReadyClaim, map[string]any{argClaim: claimProp, argWait: waitProp}),
+				"With claim: true, the fields of a "+schemaReadyClaim+" request (docs/request-schema.json); without it only goal_id and agent_id apply."),
+			run: runReady,
 		},
 		{
 			name: "claim", title: "Claim a todo",
 			desc: "Claim a todo for agent_id (loopx todo claim), optionally expiring after claim_ttl_minutes, and with task_lease_idempotency_key and ttl_seconds acquiring its task lease in the same commit. " +
 				"An orchestrator may delegate with claimed_by and scope_agent_id. Refused with claim_conflict while another agent's claim is in force.",
 			schema: requestSchema(schemaClaim, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-				return c.apply(s, schemaClaim)
-			},
+			run: applying(schemaClaim),
 		},
 		{
 			name: "acquire", title: "Acquire a task lease",
@@ -91,15 +90,15 @@ func tools() []tool {
 			desc: "Extend the current execution's lease to ttl_seconds from now (loopx task-lease renew); the proof is owner, idempotency_key and expected_version = the lease's current version, and the version goes up by one. " +
 				"Renew at about a third of the TTL; a refusal (version_mismatch, lease_proof_mismatch, lease_not_active, ...) means the lease is lost: stop writing.",
 			schema: requestSchema(schemaRenew, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-				return c.apply(s, schemaRenew)
-			},
+			run: applying(schemaRenew),
 		},
 		{
 			name: "transfer", title: "Hand a task lease over",
 			desc: "Hand the execution to new_owner with its new_idempotency_key and ttl_seconds (loopx task-lease transfer); version and epoch go up by one, write scopes are kept. " +
 				"transfer_claim: true also moves the todo's claim in the same commit (hard_lease goals).",
-			schema: requestSchema(schemaTransfer, map[string]any{argTransferClaim: transferClaimProp}), idempotent: true,
+			schema: withDesc(requestSchema(schemaTransfer, map[string]any{argTransferClaim: transferClaimProp}),
+				"The fields of a "+schemaTransfer+" request, or with transfer_claim: true of a "+schemaTransferClaim+" request (docs/request-schema.json)."),
+			idempotent: true,
 			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
 				joint, err := c.popBool(argTransferClaim)
 				if err != nil {
@@ -116,27 +115,21 @@ func tools() []tool {
 			desc: "End the current execution (loopx task-lease release) with its proof (owner, idempotency_key, expected_version); the claim stays. " +
 				`Releasing a lease already released, or none at expected_version 0, is "no_change".`,
 			schema: requestSchema(schemaRelease, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-				return c.apply(s, schemaRelease)
-			},
+			run: applying(schemaRelease),
 		},
 		{
 			name: "complete", title: "Complete a todo",
 			desc: "Mark a todo done with evidence and a closing note (loopx todo complete). While the todo has a lease in force, task_lease {idempotency_key, expected_version} proves the execution, and the lease is released in the same commit. " +
 				"Completing a done todo again is a replay.",
 			schema: requestSchema(schemaComplete, nil), idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-				return c.apply(s, schemaComplete)
-			},
+			run: applying(schemaComplete),
 		},
 		{
 			name: "update", title: "Update a todo",
 			desc: "Change a todo (loopx todo update): its text, a continuation note for whoever continues, its priority, excluded agents, or its claim (clear_claim; claimed_by for an orchestrator's reassignment). " +
 				"While the todo has a lease in force, task_lease {idempotency_key, expected_version} proves the execution.",
 			schema: requestSchema(schemaUpdate, nil),
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-				return c.apply(s, schemaUpdate)
-			},
+			run:    applying(schemaUpdate),
 		},
 		{
 			name: "show", title: "Show a todo", readOnly: true,
@@ -181,6 +174,17 @@ func tools() []tool {
 			run:    runLog,
 		},
 	}
+}
+
+func withDesc(s map[string]any, desc string) map[string]any {
+	s["description"] = desc
+	return s
+}
+
+// applying is the run of a tool whose arguments are one request of schema
+// id.
+func applying(id string) func(context.Context, *loopx.Store, *call) (*loopx.Result, error) {
+	return func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, id) }
 }
 
 func runReady(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
