@@ -19,7 +19,7 @@ var fixedNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // apiStore makes a store in a new folder through the Go API: goal g
 // (hard_lease) with todo_one claimed by agent-a, goal s (soft_claim) with
 // todo_free; agents agent-a and agent-b in both.
-func apiStore(t *testing.T) loopx.Options {
+func apiStore(t testing.TB) loopx.Options {
 	t.Helper()
 	o := loopx.Options{Dir: t.TempDir(), Now: func() time.Time { return fixedNow }}
 	if _, err := loopx.Init(o, loopx.InitOptions{}); err != nil {
@@ -46,7 +46,7 @@ func apiStore(t *testing.T) loopx.Options {
 	return o
 }
 
-func openStore(t *testing.T, o loopx.Options) *loopx.Store {
+func openStore(t testing.TB, o loopx.Options) *loopx.Store {
 	t.Helper()
 	s, err := loopx.Open(o)
 	if err != nil {
@@ -56,7 +56,7 @@ func openStore(t *testing.T, o loopx.Options) *loopx.Store {
 }
 
 // connect runs the server in this process over an in-memory pipe.
-func connect(t *testing.T, o mcp.Options) *sdk.ClientSession {
+func connect(t testing.TB, o mcp.Options) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := sdk.NewInMemoryTransports()
