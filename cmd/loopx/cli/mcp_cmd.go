@@ -29,7 +29,8 @@ text is the command's {"ok":false,"error":{...}} object.
 The global flags apply to every call: --registry and --repo locate the store
 (opened for each call, so it may be created after the server started), --goal-id
 is the goal of calls that name none, --remote and --offline as for any command.
-The server runs until its client closes stdin.`,
+When its client closes stdin, the server answers the calls it has read and exits
+0; SIGINT or SIGTERM stop it at once.`,
 		Example: "  claude mcp add loopx -- loopx mcp\n  loopx mcp --goal-id example-goal",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
