@@ -117,6 +117,9 @@ func (s *Store) mutate(decide decideFunc) (*Result, error) {
 			return nil, nil
 		}
 		changes := v.Changes()
+		if err := lease.CheckRecordSizes(changes); err != nil {
+			return nil, err
+		}
 		p := &gitstore.Proposal{Info: commitInfo(o.Actor, o.Message(), now)}
 		for _, c := range changes {
 			p.Changes = append(p.Changes, gitstore.Change{Path: c.Path, Data: c.Data, Delete: c.Data == nil})
