@@ -149,7 +149,7 @@ func (s *Store) markTemp() {
 		return
 	}
 	s.fenceMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(s.commonDir, fenceFile), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(s.commonDir, fenceFile), os.O_WRONLY|os.O_CREATE, 0o666)
 	if err != nil {
 		return
 	}

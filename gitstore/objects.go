@@ -354,6 +354,7 @@ func (db *objectDB) write(objs []newObject, extra ...*os.File) (err error) {
 	}
 	if marked {
 		db.markTemp()
+		hook("loose-temp-written")
 	}
 	// fsync the files concurrently: the file system can merge the journal
 	// commits.

@@ -187,6 +187,7 @@ func (db *objectDB) installPack(name Hash, pack, idx []byte, extra ...*os.File) 
 		}
 	}
 	db.markTemp()
+	hook("pack-temp-written")
 	all := append(files[:2:2], extra...)
 	if err := parallel(len(all), func(i int) error {
 		if i == 0 {
