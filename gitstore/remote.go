@@ -510,9 +510,9 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 // Why a server that answered did not apply a push, from its status and
 // messages (git receive-pack's wording).
 const (
-	pushRefused   = iota // a decision: a hook, permissions, a policy
-	pushLockFailed       // its ref lock was held, or the old value moved
-	pushNotStored        // it could not store the objects (disk, unpacker)
+	pushRefused    = iota // a decision: a hook, permissions, a policy
+	pushLockFailed        // its ref lock was held, or the old value moved
+	pushNotStored         // it could not store the objects (disk, unpacker)
 )
 
 func pushFailureOf(msg string) int {
