@@ -476,6 +476,7 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	if remoteMsg := serverMessages(progress.String()); remoteMsg != "" {
 		msg += " (" + remoteMsg + ")"
 	}
+	hook("push-answered")
 	// Where is the ref now? That tells a lost compare-and-swap from a
 	// refusal, and resolves a broken connection.
 	cur, lerr := s.LsRemote(ctx, remote)
