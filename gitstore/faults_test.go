@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -353,6 +354,13 @@ func TestFetchCutOffMidPack(t *testing.T) {
 	for _, whole := range []bool{false, true} {
 		t.Run(fmt.Sprintf("between-pkt-lines=%v", whole), func(t *testing.T) { fetchCutOff(t, whole) })
 	}
+	// A fetch big enough to be kept as a pack (storeAsPack).
+	t.Run("kept-as-pack", func(t *testing.T) {
+		old := loosePackLimit
+		loosePackLimit = 10
+		defer func() { loosePackLimit = old }()
+		fetchCutOff(t, true)
+	})
 }
 
 func fetchCutOff(t *testing.T, whole bool) {
@@ -361,8 +369,16 @@ func fetchCutOff(t *testing.T, whole bool) {
 	runGitT(t, base, "init", "-q", "--bare", bare)
 	a := remoteClient(t, bare)
 	var changes []Change
+	// Incompressible content, so that the pack spans many pkt-lines.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	want := ""
 	for i := 0; i < 200; i++ {
-		changes = append(changes, put(fmt.Sprintf("d/%03d", i), strings.Repeat(fmt.Sprint(i), 50)))
+		b := make([]byte, 2048)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		want = string(b)
+		changes = append(changes, put(fmt.Sprintf("d/%03d", i), want))
 	}
 	c1 := pushCommit(t, a, ZeroHash, changes...)
 	port := gitDaemon(t, base)
@@ -388,8 +404,8 @@ func fetchCutOff(t *testing.T, whole bool) {
 	if h, err := b.Fetch(context.Background(), "origin"); err != nil || h != c1 {
 		t.Fatalf("fetch again: %v %v", h, err)
 	}
-	if got := readT(t, mustSnap(t, b, c1), "d/199"); got != strings.Repeat("199", 50) {
-		t.Fatalf("read %q", got)
+	if got := readT(t, mustSnap(t, b, c1), "d/199"); got != want {
+		t.Fatalf("read %d bytes, want %d", len(got), len(want))
 	}
 }
 
