@@ -22,6 +22,7 @@ const (
 	tmpIdxPrefix  = "tmp_idx_loopx_"
 	tmpObjPrefix  = "tmp_obj_loopx_"
 	gcStateTmp    = gcStateFile + ".tmp" // + pid (writeGCState)
+	sideTmpStart  = "loopx-side."         // + pid.n (WriteSideFile)
 )
 
 // tmpFilePid returns the pid in the name of a loopx temporary file of
@@ -39,8 +40,8 @@ func tmpFilePid(name string) (int, bool) {
 
 // removeDeadTmpFiles removes the temporary files of loopx processes that
 // are gone: in objects/pack (one directory read) and in the common dir
-// (ref-lock twins, with the stale ref lock linked to one, and GC state
-// files being replaced; one more directory read). It reports whether it
+// (ref-lock twins, with the stale ref lock linked to one, GC state files
+// and side files being replaced; one more directory read). It reports whether it
 // saw a temporary file of a live process (a Fetch without the fence, in
 // progress). Callers hold the exclusive fence, so no loopx writer that
 // takes it is running; the pid check spares the writers that do not (and
@@ -67,6 +68,13 @@ func (s *Store) removeDeadTmpFiles() (live bool) {
 		case strings.HasPrefix(name, gcStateTmp):
 			if pid, err := strconv.Atoi(strings.TrimPrefix(name, gcStateTmp)); err == nil && pid != self && !processAlive(pid) {
 				os.Remove(filepath.Join(s.commonDir, name))
+			}
+		case strings.HasPrefix(name, sideTmpStart):
+			pidStr, _, _ := strings.Cut(strings.TrimPrefix(name, sideTmpStart), ".")
+			if pid, err := strconv.Atoi(pidStr); err == nil && pid != self && !processAlive(pid) {
+				os.Remove(filepath.Join(s.commonDir, name))
+			} else if err == nil {
+				live = true
 			}
 		}
 	}

@@ -121,17 +121,38 @@ func TestNoMarkNoScan(t *testing.T) {
 	if _, err := os.Stat(stray); err != nil {
 		t.Fatalf("an unannounced file was scanned for and removed: %v", err)
 	}
-	// Announced (as a writer without the fence does), it goes.
+	// A side file's temporary file (a cache being saved when its process
+	// was killed), and the GC state's.
+	side := filepath.Join(s.CommonDir(), sideTmpStart+strconv.Itoa(deadPid(t))+".7")
+	gcTmp := filepath.Join(s.CommonDir(), gcStateTmp+strconv.Itoa(deadPid(t)))
+	for _, f := range []string{side, gcTmp} {
+		if err := os.WriteFile(f, []byte("half a cache"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Announced (as a writer without the fence does), they go.
 	s.markTemp()
 	if b := fenceMarks(t, s); len(b) < 2 || b[fenceMarkUnfenced] == 0 {
 		t.Fatalf("unfenced mark not set: %v", b)
 	}
 	commitT(t, s, put("c", "c"))
-	if _, err := os.Stat(stray); err == nil {
-		t.Fatal("announced dead file kept")
+	for _, f := range []string{stray, side, gcTmp} {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("announced dead file %s kept", filepath.Base(f))
+		}
 	}
 	if marked(fenceMarks(t, s)) {
 		t.Fatalf("marks left: %v", fenceMarks(t, s))
+	}
+	// A side file written now leaves nothing behind but the announcement.
+	if err := s.WriteSideFile("loopx-cache/x", []byte("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReadSideFile("loopx-cache/x"); string(got) != "x" {
+		t.Fatalf("side file %q", got)
+	}
+	if left := readDirNames(s.CommonDir()); strings.Contains(strings.Join(left, " "), sideTmpStart) {
+		t.Fatalf("side file temporary left: %v", left)
 	}
 }
 
