@@ -22,7 +22,7 @@ const (
 	tmpIdxPrefix  = "tmp_idx_loopx_"
 	tmpObjPrefix  = "tmp_obj_loopx_"
 	gcStateTmp    = gcStateFile + ".tmp" // + pid (writeGCState)
-	sideTmpStart  = "loopx-side."         // + pid.n (WriteSideFile)
+	sideTmpStart  = "loopx-side."        // + pid.n (WriteSideFile)
 )
 
 // tmpFilePid returns the pid in the name of a loopx temporary file of
