@@ -31,13 +31,24 @@ import (
 
 // In a loopx child process, LOOPX_TEST_FAULT=<point>:<errno> makes every
 // pass through that fault point of gitstore fail with that errno
-// (ENOSPC, EROFS, EACCES, EIO), as the kernel would.
+// (ENOSPC, EROFS, EACCES, EIO), as the kernel would; <point>:HANG stops
+// the process there until it is killed.
 func init() {
 	spec := os.Getenv("LOOPX_TEST_FAULT")
 	if os.Getenv("LOOPX_TEST_CLI") != "1" || spec == "" {
 		return
 	}
 	point, name, _ := strings.Cut(spec, ":")
+	if name == "HANG" {
+		// Stop there until killed.
+		fault.Set(func(p string) error {
+			if p == point {
+				time.Sleep(time.Hour)
+			}
+			return nil
+		})
+		return
+	}
 	errno := map[string]syscall.Errno{"ENOSPC": syscall.ENOSPC, "EROFS": syscall.EROFS, "EACCES": syscall.EACCES, "EIO": syscall.EIO}[name]
 	if errno == 0 {
 		panic("LOOPX_TEST_FAULT: unknown errno " + name)
@@ -123,6 +134,55 @@ func TestFaultInjectedAtEachCommitStage(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(dir, ".git", "loopx-reflock.*")); len(m) != 0 {
 		t.Errorf("twins left: %v", m)
 	}
+}
+
+// TestFaultKilledWriterLeftovers: a loopx writer killed (kill -9) while
+// its pack and index are temporary files leaves them, with its ref-lock
+// twin; the next write removes them, and the killed request's retry
+// applies once.
+func TestFaultKilledWriterLeftovers(t *testing.T) {
+	dir := newStore(t, "g", "a")
+	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_killed", "--text", "x")
+	before := stateRef(t, dir)
+	exe, _ := os.Executable()
+	args := acquireArgs("todo_killed", "k")
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LOOPX_TEST_CLI=1", "LOOPX_FORMAT=json", "LOOPX_TEST_FAULT=fsync:HANG")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	tmps := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "tmp_*_loopx_*"))
+		t, _ := filepath.Glob(filepath.Join(dir, ".git", "loopx-reflock.*"))
+		return append(m, t...)
+	}
+	for i := 0; len(tmps()) < 3; i++ {
+		if i > 1000 {
+			t.Fatalf("the writer did not reach the fsync: %v", tmps())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if left := tmps(); len(left) != 3 {
+		t.Fatalf("the killed writer left %v, want its pack, index and twin", left)
+	}
+	if got := stateRef(t, dir); got != before {
+		t.Fatal("the ref moved")
+	}
+	r := must(t, dir, args...)
+	if r.out["status"] != "applied" {
+		t.Fatalf("retry: %s", r.raw)
+	}
+	if left := tmps(); len(left) != 0 {
+		t.Fatalf("after the next write: %v", left)
+	}
+	if out := git(t, dir, "count-objects", "-v"); !strings.Contains(out, "garbage: 0") {
+		t.Errorf("garbage:\n%s", out)
+	}
+	checkLinear(t, dir)
 }
 
 // mountTmpfs mounts a tmpfs of size bytes on a new folder, or skips.
