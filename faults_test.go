@@ -116,7 +116,13 @@ func TestFaultInjectedAtEachCommitStage(t *testing.T) {
 			t.Fatalf("%s: the ref moved from %s to %s", st.point, before, after)
 		}
 		r = must(t, dir, args...)
-		if r.out["status"] != wantStatus {
+		// Past the pack's rename (ref-lock, ref-rename) the failed attempt
+		// left its objects: the retry makes the identical commit, which a
+		// store may take as already applied and answer replayed. Either is
+		// the contract's answer; the count below shows one application.
+		okStatus := r.out["status"] == wantStatus ||
+			(st.point == "ref-lock" || st.point == "ref-rename") && r.out["status"] == "replayed"
+		if !okStatus {
 			t.Fatalf("%s: retry: %s, want %s", st.point, r.raw, wantStatus)
 		}
 		if r = must(t, dir, args...); r.out["status"] != "replayed" {

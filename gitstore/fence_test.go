@@ -63,6 +63,15 @@ func fenceWorker(mode string) int {
 		unlock()
 	case "fence-loop":
 		think, _ := time.ParseDuration(os.Getenv("GITSTORE_FENCE_THINK"))
+		// With GITSTORE_FENCE_SPIN, holding and thinking burn CPU (a
+		// loopx process decides and encodes) instead of sleeping.
+		pause := time.Sleep
+		if os.Getenv("GITSTORE_FENCE_SPIN") != "" {
+			pause = func(d time.Duration) {
+				for end := time.Now().Add(d); time.Now().Before(end); {
+				}
+			}
+		}
 		until, _ := strconv.ParseInt(os.Getenv("GITSTORE_FENCE_UNTIL"), 10, 64)
 		lock := func() (func(), error) { return s.Lock(context.Background(), true) }
 		if os.Getenv("GITSTORE_FENCE_ALGO") == "poll" {
@@ -77,10 +86,10 @@ func fenceWorker(mode string) int {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			time.Sleep(hold)
+			pause(hold)
 			unlock()
 			fmt.Fprintln(w, time.Since(t0).Microseconds())
-			time.Sleep(think/2 + rand.N(think))
+			pause(think/2 + rand.N(think))
 		}
 	default:
 		return 2
@@ -315,12 +324,22 @@ func TestFenceServesWaitersInOrder(t *testing.T) {
 // hold it 4ms (a commit's fsyncs), let go and think 4–12ms (a loopx
 // process's start and decision), for 3 seconds; the blocking wait
 // ("block", what Lock does) against the polling wait loopx used before
-// ("poll"), side by side. Reported: fence ops/s over all processes, and
+// ("poll"), side by side. The "cpu" runs burn CPU for those times instead
+// of sleeping (more processes than cores: a woken waiter may have to wait
+// for a core). Reported: fence ops/s over all processes, and
 // the p50, p99 and max latency of one op (asking → released).
 func BenchmarkFenceContention(b *testing.B) {
-	for _, n := range []int{8, 16} {
+	for _, c := range []struct {
+		n    int
+		spin bool
+	}{{8, false}, {16, false}, {8, true}, {16, true}} {
+		n := c.n
 		for _, algo := range []string{"poll", "block"} {
-			b.Run(fmt.Sprintf("agents=%d/%s", n, algo), func(b *testing.B) {
+			name := fmt.Sprintf("agents=%d/%s", n, algo)
+			if c.spin {
+				name = fmt.Sprintf("agents=%d/cpu/%s", n, algo)
+			}
+			b.Run(name, func(b *testing.B) {
 				dir := newRepo(b)
 				var lat []int64
 				var elapsed time.Duration
@@ -334,6 +353,9 @@ func BenchmarkFenceContention(b *testing.B) {
 						cmd.Env = append(os.Environ(), envWorker+"=fence-loop", envRepo+"="+dir,
 							"GITSTORE_FENCE_ALGO="+algo, "GITSTORE_FENCE_HOLD=4ms", "GITSTORE_FENCE_THINK=8ms",
 							"GITSTORE_FENCE_UNTIL="+strconv.FormatInt(until, 10))
+						if c.spin {
+							cmd.Env = append(cmd.Env, "GITSTORE_FENCE_SPIN=1")
+						}
 						cmd.Stdout, cmd.Stderr = &outs[j], os.Stderr
 						if err := cmd.Start(); err != nil {
 							b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -25,7 +26,37 @@ func Encode(r record) []byte {
 		panic(fmt.Sprintf("lease: encode %T: %v", r, err)) // only plain structs are encoded
 	}
 	_ = enc.Close()
-	return buf.Bytes()
+	b := buf.Bytes()
+	if len(b) > MaxRecordSize {
+		noteOwnOversize(b)
+	}
+	return b
+}
+
+// ownOversize holds the records over MaxRecordSize that this process
+// encoded itself (a decision about to write one): a decision that reads
+// back its own write decodes it, and CheckRecordSizes then refuses the
+// decision with invalid_request, instead of the read calling loopx's own
+// write corrupt. Keyed by the first byte's address (Go's heap does not
+// move); empty unless a decision went over the limit.
+var ownOversize struct {
+	sync.Mutex
+	m map[*byte]bool
+}
+
+func noteOwnOversize(b []byte) {
+	ownOversize.Lock()
+	defer ownOversize.Unlock()
+	if ownOversize.m == nil {
+		ownOversize.m = map[*byte]bool{}
+	}
+	ownOversize.m[&b[0]] = true
+}
+
+func isOwnOversize(b []byte) bool {
+	ownOversize.Lock()
+	defer ownOversize.Unlock()
+	return ownOversize.m[&b[0]]
 }
 
 // MaxRecordSize is the largest record loopx reads: 1 MiB. Records loopx
@@ -40,7 +71,7 @@ const MaxRecordSize = 1 << 20
 // record over MaxRecordSize, unknown fields, wrong types, trailing
 // documents and invalid values are errors.
 func Decode(data []byte, r record) error {
-	if len(data) > MaxRecordSize {
+	if len(data) > MaxRecordSize && !isOwnOversize(data) {
 		return fmt.Errorf("record is %d bytes, over the %d-byte (1 MiB) limit", len(data), MaxRecordSize)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -81,3 +81,23 @@ func TestCheckRecordSizes(t *testing.T) {
 		})
 	}
 }
+
+// A decision that reads back the oversize record it is about to write
+// decodes it (loopx made it); CheckRecordSizes is what refuses the write.
+// The same bytes read from the store are corrupt.
+func TestOwnOversizeRecordReadsBack(t *testing.T) {
+	when := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := &Goal{ID: "g", Title: strings.Repeat("t", MaxRecordSize), Status: GoalActive, HandoffMode: HandoffSoftClaim, CreatedAt: when, UpdatedAt: when}
+	own := Encode(g)
+	var back Goal
+	if err := DecodeAt("goals/g/goal.yaml", own, &back); err != nil || back.Title != g.Title {
+		t.Fatalf("own write read back: %v", err)
+	}
+	if err := CheckRecordSizes([]Change{{Path: "goals/g/goal.yaml", Data: own}}); err == nil {
+		t.Fatal("the oversize write was not refused")
+	}
+	stored := append([]byte(nil), own...)
+	if err := DecodeAt("goals/g/goal.yaml", stored, &back); err == nil {
+		t.Fatal("the same bytes from the store decoded")
+	}
+}
