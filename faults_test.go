@@ -492,9 +492,9 @@ func countSubjects(log, prefix string) int {
 }
 
 // TestFaultDaemonKilledAtRandom: two clients acquire leases on their own
-// todos while the daemon is killed and restarted at random moments; every
-// failure is exit 3, and retrying each request with the same arguments
-// until it succeeds leaves each on the server exactly once.
+// todos while the daemon is killed (15 times) and restarted at random
+// moments; every failure is exit 3, and retrying each request with the
+// same arguments until it succeeds leaves each on the server exactly once.
 func TestFaultDaemonKilledAtRandom(t *testing.T) {
 	srv, d := daemonServer(t)
 	bare := bareRepo(t, srv.base, "state")
@@ -511,9 +511,13 @@ func TestFaultDaemonKilledAtRandom(t *testing.T) {
 	stop := make(chan struct{})
 	var killer sync.WaitGroup
 	killer.Add(1)
+	// A bounded number of kills, so that the clients converge however
+	// slow the machine is; each kill lands at a random moment of whatever
+	// the clients are doing (connecting, fetching, pushing).
+	const kills = 15
 	go func() {
 		defer killer.Done()
-		for {
+		for k := 0; k < kills; k++ {
 			select {
 			case <-stop:
 				return
