@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
@@ -98,6 +100,9 @@ func (o *Options) now() time.Time {
 
 func readRegistry(path string) (*Registry, error) {
 	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return nil, lease.Errorf(lease.CodeStoreIO, "cannot read registry %s: %v: retry with the same arguments once the cause is fixed", path, err)
+	}
 	if err != nil {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "cannot read registry %s: %v", path, err)
 	}
@@ -295,17 +300,25 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 	data = append(data, '\n')
 	if old, err := os.ReadFile(absReg); err != nil || string(old) != string(data) {
 		if err := os.MkdirAll(filepath.Dir(absReg), 0o755); err != nil {
-			return nil, err
+			return nil, mapErr(err)
 		}
 		if err := os.WriteFile(absReg, data, 0o644); err != nil {
-			return nil, fmt.Errorf("write registry: %w", err)
+			return nil, mapErr(fmt.Errorf("write registry: %w", err))
 		}
 	}
 	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, res)}
 	return res, nil
 }
 
-// mapErr turns store errors into contract errors.
+// mapErr turns store errors into contract errors. Only a decision is exit
+// 1: a refusal that the same request meets again (a missing repository, a
+// remote that is not configured or refuses, a repository format loopx
+// cannot handle). Everything else passes (exit 3: retry with the same
+// arguments): a busy fence or ref lock, a lost compare-and-swap, an
+// unreachable remote, and every failure to read or write the repository,
+// classified (gitstore.ErrIO) or not: an error nobody classified is not a
+// decision either, so it is store_io with its message, never
+// invalid_request.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -313,26 +326,35 @@ func mapErr(err error) error {
 	if _, ok := lease.AsError(err); ok {
 		return err
 	}
+	msg := strings.TrimPrefix(err.Error(), "gitstore: ")
+	var lockErr *gitstore.RefLockError
 	switch {
 	case errors.Is(err, gitstore.ErrNotRepository):
 		return lease.Errorf(lease.CodeStoreNotInitialized, "not inside a Git repository: run `loopx init`")
-	case errors.Is(err, gitstore.ErrNoRemote):
-		return lease.Errorf(lease.CodeInvalidRequest, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
+	case errors.Is(err, gitstore.ErrNoRemote), errors.Is(err, gitstore.ErrInvalidRef):
+		return lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
+	case errors.Is(err, gitstore.ErrUnsupportedRepository):
+		return lease.Errorf(lease.CodeStoreFormatUnsupported, "%s: loopx needs a SHA-1 repository with the files ref backend", msg)
 	case errors.Is(err, gitstore.ErrRemoteRejected):
-		e := lease.Errorf(lease.CodeRemoteRejected, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
+		e := lease.Errorf(lease.CodeRemoteRejected, "%s", msg)
 		if refused := serverRefusals(err.Error()); len(refused) > 0 {
 			// A loopx server hook said why: its first code is the reason.
 			e.With("reason", refused[0].Code).With("refused", refused)
 		}
 		return e
 	case errors.Is(err, gitstore.ErrRemoteUnavailable):
-		return lease.Errorf(lease.CodeRemoteUnavailable, "%s: retry with the same arguments", strings.TrimPrefix(err.Error(), "gitstore: "))
+		return lease.Errorf(lease.CodeRemoteUnavailable, "%s: retry with the same arguments", msg)
+	case errors.As(err, &lockErr):
+		return lease.Errorf(lease.CodeStoreBusy, "%s", strings.TrimPrefix(lockErr.Error(), "gitstore: ")).
+			With("path", lockErr.Path).With("age_seconds", int64(lockErr.Age.Seconds()))
 	case errors.Is(err, gitstore.ErrBusy):
 		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
 	case errors.Is(err, gitstore.ErrConflict):
 		return lease.Errorf(lease.CodeStoreConflict, "the state ref kept changing during the write: retry with the same arguments")
+	case errors.Is(err, gitstore.ErrIO), gitstore.IsOSError(err):
+		return lease.Errorf(lease.CodeStoreIO, "%s: retry with the same arguments once the cause is fixed", msg)
 	}
-	return err
+	return lease.Errorf(lease.CodeStoreIO, "%s: retry with the same arguments", msg)
 }
 
 // checkInitRef refuses to point the store at code: a branch some working

@@ -59,6 +59,15 @@ type objectDB struct {
 	// looseOnly writes every object loose (tests that delete one object
 	// to make it unreadable, or that count loose objects).
 	looseOnly bool
+	// onTemp is called before and after temporary files are created
+	// (Store.markTemp).
+	onTemp func()
+}
+
+func (db *objectDB) markTemp() {
+	if db.onTemp != nil {
+		db.onTemp()
+	}
 }
 
 func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
@@ -304,7 +313,13 @@ var tmpCounter atomic.Uint64
 // object file and every directory entry naming one is fsynced before write
 // returns, so that a ref may then point at them. The extra files are
 // fsynced along with the objects (one round of concurrent fsyncs).
-func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
+//
+// The temporary files are made in objects/pack (as tmp_obj_loopx_<pid>_<n>)
+// and renamed into objects/xx/, so that what a killed writer leaves is
+// found by one look at that one directory (see removeDeadTmpFiles). OS-level
+// failures wrap ErrIO.
+func (db *objectDB) write(objs []newObject, extra ...*os.File) (err error) {
+	defer func() { err = ioError(err) }()
 	type pending struct {
 		tmp, final string
 		f          *os.File
@@ -322,6 +337,8 @@ func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
 	}()
 	dirs := map[string]bool{} // dir → created now (its parent needs a sync too)
 	seen := map[Hash]bool{}
+	tmpDir := filepath.Join(db.objDir, "pack")
+	marked := false
 	for _, o := range objs {
 		if seen[o.hash] || db.has(o.hash) {
 			continue
@@ -339,19 +356,40 @@ func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
 			}
 			dirs[dir] = created
 		}
-		tmp := filepath.Join(dir, fmt.Sprintf("tmp_obj_loopx_%d_%d", os.Getpid(), tmpCounter.Add(1)))
+		if !marked {
+			if _, err := os.Stat(tmpDir); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(tmpDir, 0o777); err != nil {
+					return err
+				}
+			}
+			db.markTemp()
+			marked = true
+		}
+		tmp := filepath.Join(tmpDir, fmt.Sprintf("%s%d_%d", tmpObjPrefix, os.Getpid(), tmpCounter.Add(1)))
 		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		if err != nil {
 			return err
 		}
 		todo = append(todo, pending{tmp: tmp, final: final, f: f})
+		if err := injected("objects", "write", tmp); err != nil {
+			return err
+		}
 		if err := writeCompressed(f, o.typ, o.data); err != nil {
 			return err
 		}
 	}
+	if marked {
+		db.markTemp()
+		hook("loose-temp-written")
+	}
 	// fsync the files concurrently: the file system can merge the journal
 	// commits.
 	if err := parallel(len(todo)+len(extra), func(i int) error {
+		if i == 0 {
+			if err := injected("fsync", "sync", db.objDir); err != nil {
+				return err
+			}
+		}
 		if db.noSync {
 			return nil
 		}
