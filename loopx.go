@@ -347,6 +347,8 @@ func mapErr(err error) error {
 	case errors.As(err, &lockErr):
 		return lease.Errorf(lease.CodeStoreBusy, "%s", strings.TrimPrefix(lockErr.Error(), "gitstore: ")).
 			With("path", lockErr.Path).With("age_seconds", int64(lockErr.Age.Seconds()))
+	case errors.Is(err, gitstore.ErrServerLocked):
+		return lease.Errorf(lease.CodeStoreBusy, "%s: retry with the same arguments", msg).With("remote", true)
 	case errors.Is(err, gitstore.ErrBusy):
 		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
 	case errors.Is(err, gitstore.ErrConflict):

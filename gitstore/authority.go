@@ -229,6 +229,7 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 	}
 	defer unlock()
 	var wait time.Duration
+	var lockedSince time.Time // when pushes started finding the server's lock file
 	for attempt := 1; ; attempt++ {
 		head, guess, err := auth.head(ctx, s, attempt)
 		if err != nil {
@@ -258,6 +259,16 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 		}
 		if !errors.Is(err, ErrConflict) {
 			return res, err
+		}
+		if errors.Is(err, errServerLock) {
+			if lockedSince.IsZero() {
+				lockedSince = time.Now()
+			} else if time.Since(lockedSince) > serverLockWait {
+				return res, fmt.Errorf("gitstore: the server's ref lock has stayed in place for %v: a git process on the server may have died holding it; the server's operator can remove the lock file when no push is running (%v): %w",
+					time.Since(lockedSince).Round(time.Second), err, ErrServerLocked)
+			}
+		} else {
+			lockedSince = time.Time{}
 		}
 		res.Conflicts++
 		if policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -486,6 +487,12 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	case refused && kind == pushLockFailed && (lerr != nil || cur != new):
 		// The server did not apply it: its ref lock was taken (by a
 		// concurrent push), or the old value no longer matched.
+		if strings.Contains(msg, "File exists") {
+			// The lock file itself is there: a concurrent push's, or one
+			// a killed git process left (which only the server's operator
+			// can remove). The retry policy tells them apart by time.
+			return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w (%w)", remote, s.ref, msg, ErrConflict, errServerLock)
+		}
 		return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w", remote, s.ref, msg, ErrConflict)
 	case refused && kind == pushNotStored && (lerr != nil || cur != new):
 		return fmt.Errorf("gitstore: remote %s could not store the update: %s: %w", remote, msg, ErrRemoteUnavailable)
@@ -513,6 +520,21 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 		return fmt.Errorf("gitstore: remote %s: push interrupted (%s): %w", remote, msg, ErrConflict)
 	}
 }
+
+// errServerLock marks a lost push whose server found its ref's lock file
+// in place.
+var errServerLock = errors.New("the server's ref lock file exists")
+
+// ErrServerLocked is returned (wrapped) when the server's ref lock file
+// stayed in place across serverLockWait of retries: most likely left by a
+// git process that died on the server. Retry later; the server's operator
+// can remove it.
+var ErrServerLocked = errors.New("the server's ref lock file stays in place")
+
+// serverLockWait is how long pushes may keep finding the server's ref lock
+// file in place before it is taken for a stale one (a concurrent push
+// holds it for milliseconds).
+var serverLockWait = 10 * time.Second
 
 // Why a server that answered did not apply a push, from its status and
 // messages (git receive-pack's wording).
