@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -20,7 +21,9 @@ import (
 //     agent and the committer loopx.
 //   - A board commit: it must name its parent (Loopx-Projection-Of) and be
 //     the parent's tree with the goal's board set to the rendering of the
-//     parent's records.
+//     parent's records at the board commit's own (author) time, the time it
+//     was rendered at. Rendered at another time, it fails only if that
+//     changes its bytes.
 //   - Commits whose parent is a store of format 1 (before requests were
 //     recorded) are "unverifiable: made by an older loopx"; the upgrade
 //     commit (store.upgrade, format 2) is itself verified, and from it on a
@@ -234,7 +237,7 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 	if err := sameIdentity(c, s.commitInfo("", msg, c.When)); err != nil {
 		return err
 	}
-	board, err := boards.render(parentSn, pv, goal)
+	board, err := boards.render(parentSn, pv, goal, c.When.UTC())
 	if err != nil {
 		return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
 	}
@@ -296,17 +299,19 @@ type historyModel struct {
 	rev gitstore.Hash
 }
 
-func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string) ([]byte, error) {
+// render renders the goal's board of snapshot sn (view v) at the render
+// time now.
+func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time) ([]byte, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, err
 	}
 	if hm := h.models[goal]; hm != nil {
-		if board, ok := h.catchUp(hm, sn, v, g); ok {
+		if board, ok := h.catchUp(hm, sn, v, g, now); ok {
 			return board, nil
 		}
 	}
-	board, m, err := renderBoardFull(v, goal)
+	board, m, err := renderBoardFull(v, goal, now)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +319,7 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 	return board, nil
 }
 
-func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal) ([]byte, bool) {
+func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal, now time.Time) ([]byte, bool) {
 	var paths []string
 	err := h.s.repo.DiffHashes(hm.rev, sn.Revision(), lease.GoalDir(g.ID), func(p string, _, _ gitstore.Hash) error {
 		paths = append(paths, p)
@@ -332,7 +337,7 @@ func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *leas
 		}
 	}
 	hm.m.SetGoal(g)
-	board, err := hm.m.Render(viewRecords{v, g.ID})
+	board, err := hm.m.Render(viewRecords{v, g.ID}, now)
 	if err != nil {
 		return nil, false
 	}

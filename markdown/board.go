@@ -1,14 +1,19 @@
 // Package markdown renders a goal's board: the human-readable projection
 // (goals/<goal>/TODO.md) of the goal's todo and lease records.
 //
-// Render is pure and deterministic: no I/O, no clock, no map iteration. The
-// same records always give the same bytes, whatever the order of the input
-// slices. The board deliberately leaves out everything a lease renewal
-// changes (version, renewed_at, expires_at), so a renewal never changes the
-// board and needs no projection commit. It shows the recorded facts as they
-// are: without a clock it cannot judge whether a claim or a lease has
-// expired, so it shows the recorded claim expiry and the recorded lease
-// status instead, and marks a note stale against the recorded facts.
+// Render is pure and deterministic: no I/O, no map iteration, and no clock
+// of its own. A board is rendered at a render time (Board.Now: the decision
+// time of the commit that delivers it), and its bytes are a function of the
+// records and that time alone, whatever the order of the input slices. At
+// the render time a claim whose claim_expires_at is at or before it is
+// shown as no claim at all (as `todo show` shows it), and a note is marked
+// stale by lease.NoteStale's rule at that time. The board still never shows
+// a value that ticks: not the lease version, renewed_at or expires_at, and
+// not the render time itself. An active lease shows its start and its TTL
+// (expires_at minus the later of acquired_at and renewed_at), which a
+// renewal of the same length keeps, so such a renewal changes no byte and
+// needs no projection commit. A lease's status is shown as recorded: the
+// reader tells a live lease from a long-expired one by its start and TTL.
 //
 // Every string taken from a record is treated as hostile: it is flattened to
 // one line, stripped of control and bidirectional-override characters,
@@ -34,6 +39,10 @@ type Board struct {
 	Goal   *lease.Goal
 	Todos  []*lease.Todo  // any order; Render sorts
 	Leases []*lease.Lease // lease records of the goal's todos, any order; may be empty
+	// Now is the render time: claims (and, for note staleness, leases)
+	// whose expiry is at or before it have expired. The zero time is
+	// before every expiry: nothing has expired.
+	Now time.Time
 }
 
 // Limits of what the board shows.
@@ -77,18 +86,19 @@ var sectionOrder = []string{secReady, secInProgress, secBlocked, secDone, secSup
 //
 // Sections, in order (each todo appears in exactly one):
 //   - Ready: open, not archived, unclaimed, no active lease, every dependency done.
-//   - In progress: open, not archived, and claimed (claimed_by recorded) or
-//     with a lease recorded as active.
+//   - In progress: open, not archived, and claimed (a claim recorded and
+//     not expired at b.Now) or with a lease recorded as active.
 //   - Blocked: open, not archived, unclaimed, no active lease, and some
 //     dependency not done (open, superseded or missing; each is listed).
 //   - Done, Superseded: by status (archived ones are marked archived).
 //   - Archived: open todos that are archived (they take no new work).
 //
 // Within a section todos are sorted by priority (P0 first), then todo id.
-// Each todo shows its claim (owner, scope agent, claimed and claim-expiry
-// times), its lease (holder, epoch, active or released), dependencies with
-// their status, scopes, binding, exclusions, evidence and closure, reason,
-// and its notes in record order. Then comes the lease timeline: a Mermaid gantt chart of every lease
+// Each todo shows its claim unless it expired by b.Now (owner, scope agent,
+// claimed and claim-expiry times), its lease (holder, epoch, active since
+// its start with its TTL, or released), dependencies with their status,
+// scopes, binding, exclusions, evidence and closure, reason, and its notes
+// in record order (stale ones marked, as of b.Now). Then comes the lease timeline: a Mermaid gantt chart of every lease
 // holder (epoch) per todo, omitted when no todo has a lease holder.
 func Render(b Board) []byte {
 	out, _ := RenderModel(b)
@@ -139,7 +149,7 @@ func RenderModel(b Board) ([]byte, *Model) {
 		}
 	}
 	slices.SortFunc(m.order, orderCmp)
-	out, err := m.Render(recs)
+	out, err := m.Render(recs, b.Now)
 	if err != nil {
 		panic(err) // cannot happen: recs holds every record the model has
 	}
@@ -239,12 +249,12 @@ func (m *Model) header(w *writer, counts map[string]int) {
 	if lease.ValidGoalID(g.id) {
 		regen += " --goal-id " + g.id
 	}
-	w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
+	w.line("_Generated from the loopx records of this goal as of its commit's time (claims expired by then are not shown); edits here are overwritten. Regenerate with `" + regen + "`._")
 }
 
 // section writes one section: its count, the first MaxSectionTodos of its
 // todos (shown, in board order) and a line for the rest.
-func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs Records) error {
+func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs Records, now time.Time) error {
 	w.blank()
 	w.line(fmt.Sprintf("## %s (%s)", name, capped(n, MaxSectionTodos)))
 	w.blank()
@@ -253,7 +263,7 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 		return nil
 	}
 	for _, e := range shown {
-		t, err := m.todoText(e, recs)
+		t, err := m.todoText(e, recs, now)
 		if err != nil {
 			return err
 		}
@@ -269,10 +279,13 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 	return nil
 }
 
-// todo writes one todo as a bullet with indented detail bullets: how it
-// closed (closed todos), its claim, lease, dependencies, scopes, binding,
-// exclusions, then its notes.
-func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
+// writeTodo writes one todo as a bullet with indented detail bullets: how
+// it closed (closed todos), its claim (unless it expired by now), lease,
+// dependencies, scopes, binding, exclusions, then its notes (stale as of
+// now). What it writes depends on now only through lease.ClaimEffective(t,
+// now) and whether l is live at now (leaseLive): the model keys the text
+// it keeps by both.
+func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState, now time.Time) {
 	head := fmt.Sprintf("- %s · %s · %s", code(t.ID), priority(t.Priority), text(t.Text))
 	if t.Archived {
 		head += " _(archived, " + text(t.Status) + ")_"
@@ -299,7 +312,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 		detail(s + "; " + closedLine("closed", t))
 		detail("reason: " + text(t.Reason))
 	}
-	if t.ClaimedBy != "" {
+	if lease.ClaimEffective(t, now) {
 		s := "claimed by " + code(t.ClaimedBy)
 		if t.ClaimScopeAgentID != "" {
 			s += " for scope agent " + code(t.ClaimScopeAgentID)
@@ -341,7 +354,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 	if t.Status != lease.TodoSuperseded && t.Reason != "" {
 		detail("reason: " + text(t.Reason))
 	}
-	facts := currentFacts(t, l)
+	facts := lease.CurrentNoteFacts(t, l, now)
 	for _, n := range t.Notes {
 		s := "note by " + code(n.Author)
 		if !n.At.IsZero() {
@@ -362,27 +375,20 @@ func priority(p string) string {
 	return text(p)
 }
 
-// currentFacts are the todo facts a note is checked against, as
-// lease.CurrentNoteFacts defines them (the recorded claim owner, and the
-// owner and epoch of the lease while it is active) but read from the records
-// alone: without a clock the board cannot see a claim or lease expire, so
-// it judges staleness as of the last commit. `loopx todo show` gives the
-// live judgement.
-func currentFacts(t *lease.Todo, l *lease.Lease) lease.NoteFacts {
-	f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
-	if l != nil && l.Status == lease.LeaseActive {
-		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
-	}
-	return f
+// leaseLive reports whether l is active and unexpired at now, the lease
+// part of a note's facts (lease.CurrentNoteFacts).
+func leaseLive(l *lease.Lease, now time.Time) bool {
+	return l != nil && l.Status == lease.LeaseActive && now.Before(l.ExpiresAt)
 }
 
-// leaseLine shows the lease holder and epoch, never the version or expiry
-// (both change on every renewal).
+// leaseLine shows the lease holder and epoch and, for an active lease, its
+// start and TTL; never the version or expiry (both change on every
+// renewal; the TTL does only when a renewal asks for another length).
 func leaseLine(l *lease.Lease) string {
 	s := fmt.Sprintf("lease: %s, epoch %d, ", code(l.Owner), l.Epoch)
 	switch l.Status {
 	case lease.LeaseActive:
-		s += "active since " + stamp(holderStart(l))
+		s += "active since " + stamp(holderStart(l)) + ", TTL " + ttlWords(lease.ExecutionTTL(l))
 	case lease.LeaseReleased:
 		s += "released"
 		if l.ReleasedAt != nil {
@@ -395,6 +401,28 @@ func leaseLine(l *lease.Lease) string {
 		s += "; scopes " + codeList(l.WriteScopes)
 	}
 	return s
+}
+
+// ttlWords writes a TTL in hours, minutes and seconds, leaving out the
+// zero ones ("15m", "1h30m", "45s"); a fraction of a second is cut, and a
+// TTL that is not positive (a record whose expiry precedes its grant) is
+// "0s".
+func ttlWords(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	if d <= 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.unit; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + u.name)
+			d -= n * u.unit
+		}
+	}
+	return b.String()
 }
 
 // holderStart is when the lease's current execution started: the start of
@@ -453,7 +481,7 @@ func (m *Model) timeline(w *writer, recs Records) error {
 		w.line("_none_")
 		return nil
 	}
-	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the board does not show it. At most the last %d epochs of a todo are drawn.",
+	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the chart does not show it (the todo's lease line gives the TTL). At most the last %d epochs of a todo are drawn.",
 		durationWords(ActiveDisplayDuration), MaxChartHolders))
 	w.blank()
 	if omittedTodos > 0 {
