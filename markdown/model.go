@@ -47,9 +47,8 @@ type goalHead struct {
 type todoEntry struct {
 	id, priority, status string
 	archived, claimed    bool // claimed: claimed_by is recorded
-	// expiring: the claim records claim_expires_at, which is claimUntil.
-	expiring   bool
-	claimUntil time.Time
+	// claimUntil is the recorded claim_expires_at (nil: none).
+	claimUntil *time.Time
 	leased     bool // its lease is recorded active
 	deps       []string
 	// text is the todo's rendered lines (nil when not rendered yet): only
@@ -69,7 +68,7 @@ type todoText struct {
 // claimLive reports whether e's claim is effective at now
 // (lease.ClaimEffective of its record).
 func (e *todoEntry) claimLive(now time.Time) bool {
-	return e.claimed && (!e.expiring || now.Before(e.claimUntil))
+	return e.claimed && (e.claimUntil == nil || now.Before(*e.claimUntil))
 }
 
 type leaseEntry struct {
@@ -117,7 +116,8 @@ func newTodoEntry(t *lease.Todo) *todoEntry {
 	e := &todoEntry{id: t.ID, priority: t.Priority, status: t.Status, archived: t.Archived,
 		claimed: t.ClaimedBy != "", deps: slices.Clone(t.DependsOn)}
 	if t.ClaimExpiresAt != nil {
-		e.expiring, e.claimUntil = true, *t.ClaimExpiresAt
+		until := *t.ClaimExpiresAt
+		e.claimUntil = &until
 	}
 	return e
 }

@@ -54,7 +54,10 @@ func (m *Model) Encode() []byte {
 	// memory, where growing a buffer by doubling costs page faults.
 	size := 64 + len(m.goal.title)
 	for _, e := range m.order {
-		size += 32 + len(e.id) + len(e.priority) + len(e.status)
+		size += 16 + len(e.id) + len(e.priority) + len(e.status)
+		if e.claimUntil != nil {
+			size += 16
+		}
 		for _, d := range e.deps {
 			size += 4 + len(d)
 		}
@@ -101,7 +104,7 @@ func (m *Model) Encode() []byte {
 		if e.leased {
 			f |= flagLeased
 		}
-		if e.expiring {
+		if e.claimUntil != nil {
 			f |= flagExpiring
 		}
 		if keep && e.text.claimLive {
@@ -111,8 +114,8 @@ func (m *Model) Encode() []byte {
 			f |= flagTextLeaseLive
 		}
 		b = append(b, f)
-		if e.expiring {
-			stamp(e.claimUntil)
+		if e.claimUntil != nil {
+			stamp(*e.claimUntil)
 		}
 		b = binary.AppendUvarint(b, uint64(len(e.deps)))
 		for _, d := range e.deps {
@@ -279,7 +282,8 @@ func DecodeModel(data []byte) (*Model, error) {
 		}
 		e.archived, e.claimed, e.leased = f&flagArchived != 0, f&flagClaimed != 0, f&flagLeased != 0
 		if f&flagExpiring != 0 {
-			e.expiring, e.claimUntil = true, r.time()
+			until := r.time()
+			e.claimUntil = &until
 		}
 		if nd := r.count(); nd > 0 {
 			e.deps = make([]string, nd)
