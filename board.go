@@ -179,6 +179,12 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 // render time now, and the model it was drawn from; nil when the goal is
 // absent.
 func renderBoardFull(v *lease.View, goal string, now time.Time) ([]byte, *markdown.Model, error) {
+	return renderBoardWith(v, goal, now, markdown.RendererTimed)
+}
+
+// renderBoardWith is renderBoardFull with renderer r (history verification
+// checks a board commit against the renderer that drew it).
+func renderBoardWith(v *lease.View, goal string, now time.Time, r int) ([]byte, *markdown.Model, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, nil, err
@@ -191,7 +197,7 @@ func renderBoardFull(v *lease.View, goal string, now time.Time) ([]byte, *markdo
 	if err != nil {
 		return nil, nil, err
 	}
-	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases, Now: now})
+	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases, Now: now, Renderer: r})
 	return board, m, nil
 }
 

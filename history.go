@@ -23,7 +23,9 @@ import (
 //     the parent's tree with the goal's board set to the rendering of the
 //     parent's records at the board commit's own (author) time, the time it
 //     was rendered at. Rendered at another time, it fails only if that
-//     changes its bytes.
+//     changes its bytes. A board drawn by a loopx from before boards had a
+//     render time is checked against that renderer
+//     (markdown.RendererUntimed), so its history keeps verifying.
 //   - Commits whose parent is a store of format 1 (before requests were
 //     recorded) are "unverifiable: made by an older loopx"; the upgrade
 //     commit (store.upgrade, format 2) is itself verified, and from it on a
@@ -104,7 +106,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, e
 	if !found {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
 	}
-	boards := &historyBoards{s: s, models: map[string]*historyModel{}}
+	boards := &historyBoards{s: s, models: map[historyKey]*historyModel{}, last: map[string]int{}}
 	for i := len(chain) - 1; i >= 0; i-- {
 		c, err := s.commitMeta(chain[i])
 		if err != nil {
@@ -237,21 +239,30 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 	if err := sameIdentity(c, s.commitInfo("", msg, c.When)); err != nil {
 		return err
 	}
-	board, err := boards.render(parentSn, pv, goal, c.When.UTC())
-	if err != nil {
-		return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
+	// The renderer that drew this goal's last board commit first: an old
+	// history is all of the old renderer, a new one all of the new.
+	first := boards.last[goal]
+	if first == 0 {
+		first = markdown.RendererTimed
 	}
-	if board == nil {
-		return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
+	for _, r := range []int{first, markdown.RendererTimed + markdown.RendererUntimed - first} {
+		board, err := boards.render(parentSn, pv, goal, c.When.UTC(), r)
+		if err != nil {
+			return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
+		}
+		if board == nil {
+			return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
+		}
+		tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
+		if err != nil {
+			return err
+		}
+		if tree == c.Tree {
+			boards.last[goal] = r
+			return nil
+		}
 	}
-	tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
-	if err != nil {
-		return err
-	}
-	if tree != c.Tree {
-		return historyProblem(lease.ProblemBoardMismatch, "its tree is not its parent's with the board of %s rendered", goal)
-	}
-	return nil
+	return historyProblem(lease.ProblemBoardMismatch, "its tree is not its parent's with the board of %s rendered at its time", goal)
 }
 
 func historyProblem(kind, format string, args ...any) *lease.HistoryError {
@@ -291,7 +302,14 @@ func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 // to date commit by commit, so a board costs what changed since the last.
 type historyBoards struct {
 	s      *Store
-	models map[string]*historyModel
+	models map[historyKey]*historyModel
+	last   map[string]int // goal → the renderer of its last board commit
+}
+
+// historyKey names a goal's model of one renderer.
+type historyKey struct {
+	goal     string
+	renderer int
 }
 
 type historyModel struct {
@@ -300,22 +318,23 @@ type historyModel struct {
 }
 
 // render renders the goal's board of snapshot sn (view v) at the render
-// time now.
-func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time) ([]byte, error) {
+// time now with renderer r.
+func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time, r int) ([]byte, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, err
 	}
-	if hm := h.models[goal]; hm != nil {
+	key := historyKey{goal, r}
+	if hm := h.models[key]; hm != nil {
 		if board, ok := h.catchUp(hm, sn, v, g, now); ok {
 			return board, nil
 		}
 	}
-	board, m, err := renderBoardFull(v, goal, now)
+	board, m, err := renderBoardWith(v, goal, now, r)
 	if err != nil {
 		return nil, err
 	}
-	h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
+	h.models[key] = &historyModel{m: m, rev: sn.Revision()}
 	return board, nil
 }
 

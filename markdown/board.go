@@ -15,6 +15,10 @@
 // needs no projection commit. A lease's status is shown as recorded: the
 // reader tells a live lease from a long-expired one by its start and TTL.
 //
+// Renderers are versioned, as decisions are: a board commit is checked
+// against the renderer that drew it, so a board an older loopx drew keeps
+// verifying (RendererUntimed: before boards had a render time).
+//
 // Every string taken from a record is treated as hostile: it is flattened to
 // one line, stripped of control and bidirectional-override characters,
 // capped in length and escaped, so it cannot open a block, a link, an HTML
@@ -43,6 +47,28 @@ type Board struct {
 	// whose expiry is at or before it have expired. The zero time is
 	// before every expiry: nothing has expired.
 	Now time.Time
+	// Renderer is the renderer version to draw with (0: RendererTimed).
+	Renderer int
+}
+
+// Renderer versions.
+const (
+	// RendererUntimed is the board of loopx before boards had a render
+	// time: Now is ignored, a recorded claim always shows (and counts for
+	// placement and note facts), a lease counts for note facts while it is
+	// recorded active, and no TTL is shown. Kept to verify history.
+	RendererUntimed = 1
+	// RendererTimed is the board drawn at Board.Now, with lease TTLs: what
+	// loopx delivers.
+	RendererTimed = 2
+)
+
+// renderer normalizes a Board.Renderer.
+func renderer(v int) int {
+	if v == RendererUntimed {
+		return RendererUntimed
+	}
+	return RendererTimed
 }
 
 // Limits of what the board shows.
@@ -132,6 +158,7 @@ func RenderModel(b Board) ([]byte, *Model) {
 		}
 	}
 	m := NewModel()
+	m.renderer = renderer(b.Renderer)
 	m.SetGoal(b.Goal)
 	for _, l := range b.Leases {
 		if l != nil && recs.leases[l.TodoID] == l {
@@ -249,6 +276,10 @@ func (m *Model) header(w *writer, counts map[string]int) {
 	if lease.ValidGoalID(g.id) {
 		regen += " --goal-id " + g.id
 	}
+	if m.renderer == RendererUntimed {
+		w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
+		return
+	}
 	w.line("_Generated from the loopx records of this goal as of its commit's time (claims expired by then are not shown); edits here are overwritten. Regenerate with `" + regen + "`._")
 }
 
@@ -279,13 +310,41 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 	return nil
 }
 
+// live is how a todo's claim and lease count at the render time: claim,
+// whether its claim is shown and is a note's claimed_by (the renderer
+// RendererTimed: lease.ClaimEffective at Board.Now); lease, whether its
+// lease's owner and epoch are a note's facts (lease.CurrentNoteFacts: the
+// lease is active and unexpired then). It is all a todo's text depends on
+// the render time through, so the model keys the texts it keeps by it.
+type live struct{ claim, lease bool }
+
+// liveAt is how t's claim and lease l count for renderer r at now.
+func liveAt(r int, t *lease.Todo, l *lease.Lease, now time.Time) live {
+	if r == RendererUntimed {
+		return live{claim: t.ClaimedBy != "", lease: l != nil && l.Status == lease.LeaseActive}
+	}
+	return live{claim: lease.ClaimEffective(t, now), lease: l != nil && l.Status == lease.LeaseActive && now.Before(l.ExpiresAt)}
+}
+
+// noteFacts are the facts a note must record to be fresh: for
+// RendererTimed exactly lease.CurrentNoteFacts(t, l, now)
+// (TestNoteStalenessMatchesLease).
+func noteFacts(t *lease.Todo, l *lease.Lease, lv live) lease.NoteFacts {
+	var f lease.NoteFacts
+	if lv.claim {
+		f.ClaimedBy = t.ClaimedBy
+	}
+	if lv.lease {
+		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
+	}
+	return f
+}
+
 // writeTodo writes one todo as a bullet with indented detail bullets: how
-// it closed (closed todos), its claim (unless it expired by now), lease,
-// dependencies, scopes, binding, exclusions, then its notes (stale as of
-// now). What it writes depends on now only through lease.ClaimEffective(t,
-// now) and whether l is live at now (leaseLive): the model keys the text
-// it keeps by both.
-func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState, now time.Time) {
+// it closed (closed todos), its claim (while it counts), lease,
+// dependencies, scopes, binding, exclusions, then its notes (stale against
+// the facts of lv).
+func writeTodo(w *writer, r int, t *lease.Todo, l *lease.Lease, ds []depState, lv live) {
 	head := fmt.Sprintf("- %s · %s · %s", code(t.ID), priority(t.Priority), text(t.Text))
 	if t.Archived {
 		head += " _(archived, " + text(t.Status) + ")_"
@@ -312,7 +371,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState, now time
 		detail(s + "; " + closedLine("closed", t))
 		detail("reason: " + text(t.Reason))
 	}
-	if lease.ClaimEffective(t, now) {
+	if lv.claim {
 		s := "claimed by " + code(t.ClaimedBy)
 		if t.ClaimScopeAgentID != "" {
 			s += " for scope agent " + code(t.ClaimScopeAgentID)
@@ -326,7 +385,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState, now time
 		detail(s)
 	}
 	if l != nil {
-		detail(leaseLine(l))
+		detail(leaseLine(l, r != RendererUntimed))
 	}
 	if len(ds) > 0 {
 		label := "depends on"
@@ -354,7 +413,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState, now time
 	if t.Status != lease.TodoSuperseded && t.Reason != "" {
 		detail("reason: " + text(t.Reason))
 	}
-	facts := lease.CurrentNoteFacts(t, l, now)
+	facts := noteFacts(t, l, lv)
 	for _, n := range t.Notes {
 		s := "note by " + code(n.Author)
 		if !n.At.IsZero() {
@@ -375,20 +434,17 @@ func priority(p string) string {
 	return text(p)
 }
 
-// leaseLive reports whether l is active and unexpired at now, the lease
-// part of a note's facts (lease.CurrentNoteFacts).
-func leaseLive(l *lease.Lease, now time.Time) bool {
-	return l != nil && l.Status == lease.LeaseActive && now.Before(l.ExpiresAt)
-}
-
 // leaseLine shows the lease holder and epoch and, for an active lease, its
-// start and TTL; never the version or expiry (both change on every
-// renewal; the TTL does only when a renewal asks for another length).
-func leaseLine(l *lease.Lease) string {
+// start and (withTTL) its TTL; never the version or expiry (both change on
+// every renewal; the TTL does only when a renewal asks for another length).
+func leaseLine(l *lease.Lease, withTTL bool) string {
 	s := fmt.Sprintf("lease: %s, epoch %d, ", code(l.Owner), l.Epoch)
 	switch l.Status {
 	case lease.LeaseActive:
-		s += "active since " + stamp(holderStart(l)) + ", TTL " + ttlWords(lease.ExecutionTTL(l))
+		s += "active since " + stamp(holderStart(l))
+		if withTTL {
+			s += ", TTL " + ttlWords(lease.ExecutionTTL(l))
+		}
 	case lease.LeaseReleased:
 		s += "released"
 		if l.ReleasedAt != nil {
@@ -481,8 +537,12 @@ func (m *Model) timeline(w *writer, recs Records) error {
 		w.line("_none_")
 		return nil
 	}
-	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the chart does not show it (the todo's lease line gives the TTL). At most the last %d epochs of a todo are drawn.",
-		durationWords(ActiveDisplayDuration), MaxChartHolders))
+	expiry := "so the chart does not show it (the todo's lease line gives the TTL)"
+	if m.renderer == RendererUntimed {
+		expiry = "so the board does not show it"
+	}
+	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, %s. At most the last %d epochs of a todo are drawn.",
+		durationWords(ActiveDisplayDuration), expiry, MaxChartHolders))
 	w.blank()
 	if omittedTodos > 0 {
 		w.line(fmt.Sprintf("Only the %d todos whose latest execution started most recently are drawn; %d more have lease history.", MaxChartTodos, omittedTodos))

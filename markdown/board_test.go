@@ -351,12 +351,55 @@ func TestGoldenExpired(t *testing.T) {
 	checkGolden(t, "expired", Render(expiredBoard()))
 }
 
+// TestUntimedRendererIsTheOldBoard: RendererUntimed draws, byte for byte,
+// what loopx drew before boards had a render time, so board commits of that
+// loopx keep verifying. testdata/untimed holds that loopx's own renderings
+// of these fixtures (never rewritten by -update); its boards ignore Now.
+func TestUntimedRendererIsTheOldBoard(t *testing.T) {
+	for name, mk := range map[string]func() Board{
+		"empty": func() Board { return Board{Goal: goal("")} }, "mixed": mixedBoard,
+		"timeline": timelineBoard, "expired": expiredBoard, "hostile": hostileGoldenBoard,
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", "untimed", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, now := range []time.Time{{}, at(0), mk().Now, at(100000)} {
+			b := mk()
+			b.Now, b.Renderer = now, RendererUntimed
+			if got := Render(b); !bytes.Equal(got, want) {
+				t.Errorf("%s at %v: the untimed renderer differs from the old board:\n%s", name, now, got)
+			}
+			// Its model, saved and loaded, renders the same.
+			_, m := RenderModel(b)
+			m, err := DecodeModel(m.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+			for _, td := range b.Todos {
+				recs.todos[td.ID] = td
+			}
+			for _, l := range b.Leases {
+				recs.leases[l.TodoID] = l
+			}
+			if got, err := m.Render(recs, now.Add(time.Hour)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s at %v: the untimed model differs from the old board (%v)", name, now, err)
+			}
+		}
+	}
+}
+
 func TestGoldenTimeline(t *testing.T) {
 	checkGolden(t, "timeline", Render(timelineBoard()))
 }
 
 func TestGoldenHostile(t *testing.T) {
-	// One board holding every hostile string at once, for people to read.
+	checkGolden(t, "hostile", Render(hostileGoldenBoard()))
+}
+
+// hostileGoldenBoard holds every hostile string at once, for people to read.
+func hostileGoldenBoard() Board {
 	var b Board
 	b.Goal = goal("Hostile </details> | `x` <script> # title")
 	for i, s := range hostile {
@@ -381,7 +424,7 @@ func TestGoldenHostile(t *testing.T) {
 			{Epoch: 2, Owner: "agent-a", IdempotencyKey: "k2", StartedAt: at(10), EndedAt: ptr(at(30)), EndReason: "completed"},
 		},
 	}}
-	checkGolden(t, "hostile", Render(b))
+	return b
 }
 
 // TestRenewalLeavesBytesIdentical: a renewal for the TTL the execution
@@ -829,7 +872,7 @@ func TestLeaseLineShowsTTL(t *testing.T) {
 		{"released", lease.Lease{Owner: "agent-a", Epoch: 1, Status: lease.LeaseReleased, AcquiredAt: at(0), ExpiresAt: at(15), ReleasedAt: ptr(at(5))},
 			"lease: `agent-a`, epoch 1, released 2026-03-01T09:05:00Z"},
 	} {
-		if got := leaseLine(&c.l); got != c.want {
+		if got := leaseLine(&c.l, true); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}

@@ -30,9 +30,10 @@ import (
 // (TestModelMatchesRender); Render is built on it. Encode and DecodeModel
 // persist it between processes.
 type Model struct {
-	goal   goalHead
-	order  []*todoEntry  // every todo, in board order (orderCmp)
-	leases []*leaseEntry // every lease record, by todo id
+	renderer int // RendererTimed or RendererUntimed
+	goal     goalHead
+	order    []*todoEntry  // every todo, in board order (orderCmp)
+	leases   []*leaseEntry // every lease record, by todo id
 	// shown and drawn name the todos and leases whose text the last Render
 	// wrote: the texts Encode keeps (nil before any Render: keep all).
 	shown, drawn map[string]bool
@@ -57,18 +58,22 @@ type todoEntry struct {
 }
 
 // todoText is a todo's rendered lines, valid while depKey equals the
-// statuses of its dependencies and the claim and the lease are as live at
-// the render time as they were when the lines were written (writeTodo
-// depends on the render time through nothing else).
+// statuses of its dependencies and its claim and lease count at the render
+// time as they did when the lines were written (writeTodo depends on the
+// render time through nothing else).
 type todoText struct {
-	lines, depKey        string
-	claimLive, leaseLive bool
+	lines, depKey string
+	live          live
 }
 
-// claimLive reports whether e's claim is effective at now
-// (lease.ClaimEffective of its record).
-func (e *todoEntry) claimLive(now time.Time) bool {
-	return e.claimed && (e.claimUntil == nil || now.Before(*e.claimUntil))
+// liveAt is liveAt of e's records (le: its lease entry, nil when none), from
+// what the model keeps of them.
+func (m *Model) liveAt(e *todoEntry, le *leaseEntry, now time.Time) live {
+	if m.renderer == RendererUntimed {
+		return live{claim: e.claimed, lease: le != nil && le.active}
+	}
+	return live{claim: e.claimed && (e.claimUntil == nil || now.Before(*e.claimUntil)),
+		lease: le != nil && le.active && now.Before(le.expires)}
 }
 
 type leaseEntry struct {
@@ -81,8 +86,9 @@ type leaseEntry struct {
 	chart string
 }
 
-// NewModel returns an empty model (no goal, no records).
-func NewModel() *Model { return &Model{} }
+// NewModel returns an empty model (no goal, no records) of the current
+// renderer (RendererTimed).
+func NewModel() *Model { return &Model{renderer: RendererTimed} }
 
 // Records fetches full records for the todos and leases a Render shows.
 type Records interface {
@@ -271,9 +277,6 @@ func (m *Model) depKey(e *todoEntry) string {
 	return b.String()
 }
 
-// live reports whether the lease is active and unexpired at now.
-func (e *leaseEntry) live(now time.Time) bool { return e.active && now.Before(e.expires) }
-
 // classify names the section of e at now (see Render for the rules).
 func (m *Model) classify(e *todoEntry, now time.Time) string {
 	switch {
@@ -283,7 +286,7 @@ func (m *Model) classify(e *todoEntry, now time.Time) string {
 		return secSuperseded
 	case e.archived:
 		return secArchived
-	case e.leased || e.claimLive(now):
+	case e.leased || m.liveAt(e, nil, now).claim:
 		return secInProgress
 	}
 	for _, id := range e.deps {
@@ -326,12 +329,9 @@ func (m *Model) Render(recs Records, now time.Time) ([]byte, error) {
 func (m *Model) todoText(e *todoEntry, recs Records, now time.Time) (string, error) {
 	m.shown[e.id] = true
 	key := m.depKey(e)
-	claimLive, leaseLive := e.claimLive(now), false
 	le := m.lease(e.id)
-	if le != nil {
-		leaseLive = le.live(now)
-	}
-	if x := e.text; x != nil && x.depKey == key && x.claimLive == claimLive && x.leaseLive == leaseLive {
+	lv := m.liveAt(e, le, now)
+	if x := e.text; x != nil && x.depKey == key && x.live == lv {
 		return x.lines, nil
 	}
 	t, err := recs.Todo(e.id)
@@ -351,8 +351,8 @@ func (m *Model) todoText(e *todoEntry, recs Records, now time.Time) (string, err
 		}
 	}
 	var w writer
-	writeTodo(&w, t, l, m.deps(e), now)
-	e.text = &todoText{lines: string(w.bytes()), depKey: key, claimLive: claimLive, leaseLive: leaseLive}
+	writeTodo(&w, m.renderer, t, l, m.deps(e), lv)
+	e.text = &todoText{lines: string(w.bytes()), depKey: key, live: lv}
 	return e.text.lines, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // checksum. It is a cache: a model that does not decode is rebuilt from the
 // records.
 //
-//	"LXBM" version
+//	"LXBM" version renderer
 //	goal:   present byte, id, title, status, handoff mode
 //	todos:  count, then in board order: id, priority, status, flags,
 //	        [claim expiry], dependency count and ids, [text, dependency key]
@@ -23,8 +23,8 @@ import (
 //
 // Strings are a uvarint length and the bytes; times a varint of Unix
 // seconds and a uvarint of nanoseconds. Only the texts the last Render
-// wrote are kept, each flagged with whether its claim and its lease were
-// live when it was written. Version 1 (before the board had a render time)
+// wrote are kept, each flagged with how its claim and its lease counted
+// when it was written. Version 1 (before the board had a render time)
 // kept no expiries: it is refused, and the model rebuilt.
 
 const (
@@ -69,7 +69,7 @@ func (m *Model) Encode() []byte {
 		size += 40 + len(e.todoID) + len(e.chart)
 	}
 	b := make([]byte, 0, size)
-	b = append(append(b, modelMagic...), modelVersion)
+	b = append(append(b, modelMagic...), modelVersion, byte(m.renderer))
 	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
 	stamp := func(t time.Time) {
 		b = binary.AppendVarint(b, t.Unix())
@@ -107,10 +107,10 @@ func (m *Model) Encode() []byte {
 		if e.claimUntil != nil {
 			f |= flagExpiring
 		}
-		if keep && e.text.claimLive {
+		if keep && e.text.live.claim {
 			f |= flagTextClaimLive
 		}
-		if keep && e.text.leaseLive {
+		if keep && e.text.live.lease {
 			f |= flagTextLeaseLive
 		}
 		b = append(b, f)
@@ -267,6 +267,9 @@ func DecodeModel(data []byte) (*Model, error) {
 	b := body[len(modelMagic)+1:]
 	r := &modelReader{b: b, s: string(b)}
 	m := NewModel()
+	if m.renderer = int(r.byte()); m.renderer != RendererTimed && m.renderer != RendererUntimed {
+		return nil, errBadModel
+	}
 	m.goal.present = r.byte() == 1
 	m.goal.id, m.goal.title, m.goal.status, m.goal.handoffMode = r.str(), r.str(), r.str(), r.str()
 	n := r.count()
@@ -293,7 +296,7 @@ func DecodeModel(data []byte) (*Model, error) {
 		}
 		if f&flagText != 0 {
 			e.text = &todoText{lines: r.str(), depKey: r.str(),
-				claimLive: f&flagTextClaimLive != 0, leaseLive: f&flagTextLeaseLive != 0}
+				live: live{claim: f&flagTextClaimLive != 0, lease: f&flagTextLeaseLive != 0}}
 		}
 		if k := len(m.order); k > 0 && orderCmp(m.order[k-1], e) >= 0 {
 			return nil, errBadModel
