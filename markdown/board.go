@@ -311,20 +311,15 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 }
 
 // live is how a todo's claim and lease count at the render time: claim,
-// whether its claim is shown and is a note's claimed_by (the renderer
-// RendererTimed: lease.ClaimEffective at Board.Now); lease, whether its
-// lease's owner and epoch are a note's facts (lease.CurrentNoteFacts: the
-// lease is active and unexpired then). It is all a todo's text depends on
-// the render time through, so the model keys the texts it keeps by it.
+// whether its claim is shown and is a note's claimed_by (RendererTimed:
+// lease.ClaimEffective at Board.Now); lease, whether its lease's owner and
+// epoch are a note's facts (RendererTimed: the lease is active and
+// unexpired then, as lease.CurrentNoteFacts has it). Model.liveAt computes
+// it from what the model keeps of the records; it is all a todo's text
+// depends on the render time through, so the model keys the texts it
+// keeps by it. TestNoteStalenessMatchesLease and TestExpiredClaimPlacement
+// hold it to the lease package's rules.
 type live struct{ claim, lease bool }
-
-// liveAt is how t's claim and lease l count for renderer r at now.
-func liveAt(r int, t *lease.Todo, l *lease.Lease, now time.Time) live {
-	if r == RendererUntimed {
-		return live{claim: t.ClaimedBy != "", lease: l != nil && l.Status == lease.LeaseActive}
-	}
-	return live{claim: lease.ClaimEffective(t, now), lease: l != nil && l.Status == lease.LeaseActive && now.Before(l.ExpiresAt)}
-}
 
 // noteFacts are the facts a note must record to be fresh: for
 // RendererTimed exactly lease.CurrentNoteFacts(t, l, now)
