@@ -106,7 +106,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, e
 	if !found {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
 	}
-	boards := &historyBoards{s: s, models: map[historyKey]*historyModel{}, last: map[string]int{}}
+	boards := &historyBoards{s: s, models: map[string]*historyModel{}}
 	for i := len(chain) - 1; i >= 0; i-- {
 		c, err := s.commitMeta(chain[i])
 		if err != nil {
@@ -258,6 +258,9 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 			return err
 		}
 		if tree == c.Tree {
+			if boards.last == nil {
+				boards.last = map[string]int{}
+			}
 			boards.last[goal] = r
 			return nil
 		}
@@ -302,14 +305,12 @@ func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 // to date commit by commit, so a board costs what changed since the last.
 type historyBoards struct {
 	s      *Store
-	models map[historyKey]*historyModel
-	last   map[string]int // goal → the renderer of its last board commit
-}
-
-// historyKey names a goal's model of one renderer.
-type historyKey struct {
-	goal     string
-	renderer int
+	models map[string]*historyModel
+	// untimed holds the models of markdown.RendererUntimed (boards drawn by
+	// an older loopx), last the renderer of each goal's last board commit
+	// (both made when first needed).
+	untimed map[string]*historyModel
+	last    map[string]int
 }
 
 type historyModel struct {
@@ -324,8 +325,14 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 	if err != nil || g == nil {
 		return nil, err
 	}
-	key := historyKey{goal, r}
-	if hm := h.models[key]; hm != nil {
+	models := h.models
+	if r == markdown.RendererUntimed {
+		if h.untimed == nil {
+			h.untimed = map[string]*historyModel{}
+		}
+		models = h.untimed
+	}
+	if hm := models[goal]; hm != nil {
 		if board, ok := h.catchUp(hm, sn, v, g, now); ok {
 			return board, nil
 		}
@@ -334,7 +341,7 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 	if err != nil {
 		return nil, err
 	}
-	h.models[key] = &historyModel{m: m, rev: sn.Revision()}
+	models[goal] = &historyModel{m: m, rev: sn.Revision()}
 	return board, nil
 }
 
