@@ -258,7 +258,7 @@ func serverHookRefuses(t *testing.T, kind string) {
 	// offline renewal (signed by a) with its signature taken out or made
 	// with b's key.
 	mustEnv(t, forger, ka.env(), "init", "--remote", "origin")
-	mustEnv(t, forger, ka.env(), append([]string{"--offline", "task-lease", "renew", "--ttl-seconds", "600", "--expected-version", "1"}, lease...)...)
+	mustEnv(t, forger, ka.env(), append([]string{"--offline", "task-lease", "renew", "--ttl-seconds", "7200", "--expected-version", "1"}, lease...)...)
 	honest := git(t, forger, "rev-parse", "refs/loopx/state")
 	if git(t, forger, "rev-parse", honest+"~1") != head {
 		t.Fatalf("the offline renewal is not a child of the server's head")
