@@ -80,7 +80,7 @@ func TestClockReset(t *testing.T) {
 		t.Fatalf("reset = %+v %+v", o, d)
 	}
 	l, _ := v.Lease("g", "todo_fut")
-	if !l.ExpiresAt.Equal(now.Add(10*time.Minute)) || l.Version != 2 || l.Epoch != 1 || l.IdempotencyKey != "k" {
+	if !l.ExpiresAt.Equal(now.Add(10*time.Minute)) || !l.RenewedAt.Equal(now) || l.Version != 2 || l.Epoch != 1 || l.IdempotencyKey != "k" {
 		t.Errorf("clamped lease %+v", l)
 	}
 	tn, _ := v.Lease("g", "todo_now")
