@@ -33,6 +33,12 @@ import (
 // disagrees with the records, the board is rendered from every record and
 // the model rebuilt, so the bytes are the same either way
 // (markdown.TestModelMatchesRender, TestBoardModelMatchesFullRender).
+//
+// A board is rendered at a render time (markdown.Board.Now), the decision
+// time of the commit that delivers it: the state commit's time when the
+// board commit is chained on it, the board commit's own time when it is
+// delivered separately. The board commit is dated that time either way, so
+// verify --history re-renders it at its own author time.
 
 // boardPlan is what a decision's board needs once its transaction is over.
 type boardPlan struct {
@@ -45,9 +51,9 @@ type boardPlan struct {
 }
 
 // planBoard renders the board of o's goal as of the view (the decision's
-// writes included) and, when its bytes change, returns the chained board
-// commit to make on the state commit. It never fails: what it cannot render
-// is delivered separately.
+// writes included) at the decision time now and, when its bytes change,
+// returns the chained board commit to make on the state commit (dated now
+// too). It never fails: what it cannot render is delivered separately.
 func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome, now time.Time) (*boardPlan, func(gitstore.Hash) (*gitstore.Proposal, error)) {
 	if o.Goal == "" || !o.BoardChanged {
 		return nil, nil
@@ -57,7 +63,7 @@ func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome
 		plan.separate = true
 		return plan, nil
 	}
-	board, m, err := s.renderBoardModel(sn, v, o.Goal)
+	board, m, err := s.renderBoardModel(sn, v, o.Goal, now)
 	if err != nil || board == nil {
 		plan.separate = true
 		return plan, nil
@@ -114,9 +120,10 @@ func (s *Store) finishBoard(plan *boardPlan, o *lease.Outcome, tx gitstore.TxRes
 // errProjectionInjected is the fault the FailProjection option injects.
 var errProjectionInjected = errors.New("projection delivery failed (injected fault)")
 
-// deliverBoard renders the goal's board from the current head and commits it
-// in a commit of its own when its bytes changed (Loopx-Projection-Of names
-// the head it rendered, its parent). full renders from every record (and
+// deliverBoard renders the goal's board from the current head at its own
+// decision time and commits it, dated that time, in a commit of its own when
+// its bytes changed (Loopx-Projection-Of names the head it rendered, its
+// parent). full renders from every record (and
 // rebuilds the goal's model) instead of from the model. A failure to commit
 // leaves the state standing: status "pending" and why; err is set when the
 // board cannot be rendered at all (a corrupt record).
@@ -132,11 +139,13 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 	tx, txErr := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		delivered, model, renderErr = false, nil, nil
 		v := s.viewOf(sn)
+		clock := s.opts.now()
+		now := lease.Now(clock, sn.Time())
 		var board []byte
 		if full {
-			board, model, renderErr = renderBoardFull(v, goal)
+			board, model, renderErr = renderBoardFull(v, goal, now)
 		} else {
-			board, model, renderErr = s.renderBoardModel(sn, v, goal)
+			board, model, renderErr = s.renderBoardModel(sn, v, goal, now)
 		}
 		if renderErr != nil || board == nil {
 			return nil, renderErr
@@ -147,10 +156,9 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 		}
 		delivered = true
 		meta, _ := v.Meta()
-		if err := lease.CheckClock(s.opts.now(), sn.Time(), lease.MaxClockSkew(meta)); err != nil {
+		if err := lease.CheckClock(clock, sn.Time(), lease.MaxClockSkew(meta)); err != nil {
 			return nil, err
 		}
-		now := lease.Now(s.opts.now(), sn.Time())
 		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}},
 			Info: s.commitInfo("", lease.ProjectionMessage(goal, revString(sn.Revision())), now)}, nil
 	})
@@ -167,9 +175,16 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 	return ProjectionNotRequired, "", nil
 }
 
-// renderBoardFull renders a goal's board from every record of a view, and
-// the model it was drawn from; nil when the goal is absent.
-func renderBoardFull(v *lease.View, goal string) ([]byte, *markdown.Model, error) {
+// renderBoardFull renders a goal's board from every record of a view at the
+// render time now, and the model it was drawn from; nil when the goal is
+// absent.
+func renderBoardFull(v *lease.View, goal string, now time.Time) ([]byte, *markdown.Model, error) {
+	return renderBoardWith(v, goal, now, markdown.RendererTimed)
+}
+
+// renderBoardWith is renderBoardFull with renderer r (history verification
+// checks a board commit against the renderer that drew it).
+func renderBoardWith(v *lease.View, goal string, now time.Time, r int) ([]byte, *markdown.Model, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, nil, err
@@ -182,14 +197,19 @@ func renderBoardFull(v *lease.View, goal string) ([]byte, *markdown.Model, error
 	if err != nil {
 		return nil, nil, err
 	}
-	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases})
+	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases, Now: now, Renderer: r})
 	return board, m, nil
 }
 
-// boardPending reports whether the goal's committed board differs from what
-// the head renders.
-func boardPending(v *lease.View, goal string) (bool, error) {
-	board, _, err := renderBoardFull(v, goal)
+// boardPending reports whether the goal's committed board is not what the
+// head's records render at the time it was rendered. A board is rendered at
+// the decision time of the commit that delivers it, and a commit that cannot
+// change the board (a renewal) delivers none, so a claim that expired after
+// the board was rendered still shows until the next board-changing commit:
+// the board is up to date when it is the rendering of the head's records at
+// the head's time, or at the time of the last commit that wrote it.
+func (s *Store) boardPending(v *lease.View, goal string) (bool, error) {
+	board, m, err := renderBoardFull(v, goal, v.HeadTime)
 	if err != nil || board == nil {
 		return false, err
 	}
@@ -197,7 +217,51 @@ func boardPending(v *lease.View, goal string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if bytes.Equal(old, board) {
+		return false, nil
+	}
+	at, ok := s.boardWrittenAt(v, goal)
+	if !ok || at.Equal(v.HeadTime) {
+		return true, nil
+	}
+	if board, err = m.Render(viewRecords{v, goal}, at); err != nil {
+		return false, err
+	}
 	return !bytes.Equal(old, board), nil
+}
+
+// boardWalkLimit bounds how far back boardWrittenAt looks.
+const boardWalkLimit = 1000
+
+// boardWrittenAt is the author time of the newest commit on the view's
+// first-parent history that changed the goal's board, looking back at most
+// boardWalkLimit commits.
+func (s *Store) boardWrittenAt(v *lease.View, goal string) (time.Time, bool) {
+	head := gitstore.ParseHash(v.Revision)
+	if head.IsZero() {
+		return time.Time{}, false
+	}
+	path, dir := lease.BoardPath(goal), lease.GoalDir(goal)
+	errFound := errors.New("found")
+	var at time.Time
+	n := 0
+	err := s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+		if n++; n > boardWalkLimit {
+			return false, nil
+		}
+		err := s.repo.DiffHashes(c.Parent, c.Hash, dir, func(p string, _, _ gitstore.Hash) error {
+			if p == path {
+				return errFound
+			}
+			return nil
+		})
+		if err == errFound {
+			at = c.When.UTC()
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return at, err == nil && !at.IsZero()
 }
 
 // modelCatchUp is how many changed records a model is brought up to date
@@ -219,17 +283,17 @@ func (r viewRecords) Todo(id string) (*lease.Todo, error)   { return r.v.Todo(r.
 func (r viewRecords) Lease(id string) (*lease.Lease, error) { return r.v.Lease(r.goal, id) }
 
 // renderBoardModel renders goal's board as of the view v of snapshot sn
-// (v's writes included) from the goal's model, and returns the model for
-// saving once that state is committed. It returns nil bytes when the goal
-// does not exist.
-func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string) ([]byte, *markdown.Model, error) {
+// (v's writes included) at the render time now from the goal's model, and
+// returns the model for saving once that state is committed. It returns nil
+// bytes when the goal does not exist.
+func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time) ([]byte, *markdown.Model, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, nil, err
 	}
 	if m := s.loadBoardModel(sn, v, goal); m != nil {
 		m.SetGoal(g)
-		board, err := m.Render(viewRecords{v, goal})
+		board, err := m.Render(viewRecords{v, goal}, now)
 		if err == nil {
 			return board, m, nil
 		}
@@ -237,7 +301,7 @@ func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal stri
 			return nil, nil, err
 		}
 	}
-	return renderBoardFull(v, goal)
+	return renderBoardFull(v, goal, now)
 }
 
 // loadBoardModel returns the goal's saved model brought up to date with

@@ -14,15 +14,18 @@ import (
 	lx "github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/markdown"
 )
 
 // TestBoardModelMatchesFullRender drives a store with random mutations
 // through the API, interleaved with what can put the saved board model
 // out of step: foreign commits of arbitrary records (another process, the
 // model lags), a deleted or damaged model file, and the ref moved back to
-// an older commit (the model is ahead). After every applied mutation that
-// delivers the board, the committed board must be exactly the board a full
-// render of the head gives (verify reports no pending board).
+// an older commit (the model is ahead). The clock moves on across claim and
+// lease expiries, so the board's render time matters. After every applied
+// mutation that can change the board, the committed board must be exactly
+// a full render of the head's records at the head's time (the decision
+// time it was rendered at), and verify must report no pending board.
 func TestBoardModelMatchesFullRender(t *testing.T) {
 	dir := newStore(t, "g", "agent-a", "agent-b")
 	clock := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
@@ -47,7 +50,13 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 	}
 	agents := []string{"agent-a", "agent-b"}
 	var history []string // state revisions seen, for rewinds
-	checked := 0
+	type held struct {
+		owner, key string
+		version    int64
+		ttl        int64
+	}
+	leases := map[string]held{} // executions acquired here, for renewals
+	checked, expiredShown := 0, 0
 	for step := range 300 {
 		clock = clock.Add(time.Duration(1+rng.IntN(20)) * time.Minute)
 		var (
@@ -68,7 +77,7 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 			}
 		case k < 40:
 			op = "claim"
-			res, err = s.Claim(lease.ClaimRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)]})
+			res, err = s.Claim(lease.ClaimRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)], ClaimTTLMinutes: int64(rng.IntN(3)) * 15})
 		case k < 48:
 			op = "update"
 			req := lease.UpdateRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)]}
@@ -87,10 +96,29 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 		case k < 60:
 			op = "supersede"
 			res, err = s.Supersede(lease.SupersedeRequest{Goal: "g", Todo: pick(), Actor: agents[rng.IntN(2)], Reason: "replaced"})
-		case k < 70:
+		case k < 65:
 			op = "acquire"
 			owner := agents[rng.IntN(2)]
-			res, err = s.Acquire(lease.AcquireRequest{Goal: "g", Todo: pick(), Owner: owner, IdempotencyKey: fmt.Sprintf("%s-%d", owner, step), TTLSeconds: 3600})
+			id, ttl := pick(), []int64{600, 3600}[rng.IntN(2)]
+			key := fmt.Sprintf("%s-%d", owner, step)
+			if res, err = s.Acquire(lease.AcquireRequest{Goal: "g", Todo: id, Owner: owner, IdempotencyKey: key, TTLSeconds: ttl}); err == nil {
+				leases[id] = held{owner, key, res.Data.(lease.LeaseResult).Lease.Version, ttl}
+			}
+		case k < 70:
+			op = "renew"
+			for id, h := range leases {
+				ttl := []int64{h.ttl, h.ttl, 1200}[rng.IntN(3)]
+				v := h.version
+				if res, err = s.Renew(lease.RenewRequest{Goal: "g", Todo: id, Owner: h.owner, IdempotencyKey: h.key, ExpectedVersion: &v, TTLSeconds: ttl}); err == nil {
+					if ttl == h.ttl {
+						op = "renew, same TTL"
+					}
+					leases[id] = held{h.owner, h.key, res.Data.(lease.LeaseResult).Lease.Version, ttl}
+				} else {
+					delete(leases, id)
+				}
+				break
+			}
 		case k < 85:
 			op = "foreign commit"
 			foreignCommit(t, dir, rng, clock)
@@ -125,12 +153,80 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 		if d := v.Data.(lx.VerifyData); len(d.PendingBoards) > 0 {
 			t.Fatalf("step %d (%s): the delivered board differs from a full render of the head", step, op)
 		}
+		// A renewal for the same TTL cannot change the board and delivers
+		// none: the board may show a claim that expired since it was drawn.
+		if op != "renew, same TTL" {
+			committed, full, expired := headBoards(t, dir)
+			if committed != full {
+				t.Fatalf("step %d (%s): the committed board is not the full render at the head's time:\n%s\n---\n%s", step, op, committed, full)
+			}
+			expiredShown += expired
+		}
 		checkUnblocks(t, s, pick())
 		checked++
 	}
 	if checked < 60 {
 		t.Fatalf("only %d mutations were checked", checked)
 	}
+	t.Logf("checked %d, expired claims on boards %d", checked, expiredShown)
+	// Time must have crossed claim expiries on boards that were checked.
+	if expiredShown < 10 {
+		t.Fatalf("only %d expired claims were on checked boards", expiredShown)
+	}
+}
+
+// headBoards returns the board committed on the head of dir's store and a
+// full render of the head's records at the head's time, and counts the
+// recorded claims that had expired by then.
+func headBoards(t *testing.T, dir string) (committed, full string, expired int) {
+	t.Helper()
+	gs, err := gitstore.Open(dir, gitstore.Options{Ref: "refs/loopx/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	head, err := gs.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := gs.Snapshot(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g lease.Goal
+	data, ok, err := sn.Read(lease.GoalPath("g"))
+	if err != nil || !ok || lease.DecodeAt(lease.GoalPath("g"), data, &g) != nil {
+		t.Fatalf("goal record: %v", err)
+	}
+	b := markdown.Board{Goal: &g, Now: sn.Time()}
+	if err := sn.Walk(lease.TodosDir("g"), func(p string, data []byte) error {
+		var td lease.Todo
+		if err := lease.DecodeAt(p, data, &td); err != nil {
+			return err
+		}
+		if td.ClaimedBy != "" && !lease.ClaimEffective(&td, b.Now) {
+			expired++
+		}
+		b.Todos = append(b.Todos, &td)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sn.Walk(lease.LeasesDir("g"), func(p string, data []byte) error {
+		var l lease.Lease
+		if err := lease.DecodeAt(p, data, &l); err != nil {
+			return err
+		}
+		b.Leases = append(b.Leases, &l)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	board, _, err := sn.Read(lease.BoardPath("g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(board), string(markdown.Render(b)), expired
 }
 
 // checkUnblocks: todo show's unblocks (answered from the board model) are

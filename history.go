@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -20,7 +21,11 @@ import (
 //     agent and the committer loopx.
 //   - A board commit: it must name its parent (Loopx-Projection-Of) and be
 //     the parent's tree with the goal's board set to the rendering of the
-//     parent's records.
+//     parent's records at the board commit's own (author) time, the time it
+//     was rendered at. Rendered at another time, it fails only if that
+//     changes its bytes. A board drawn by a loopx from before boards had a
+//     render time is checked against that renderer
+//     (markdown.RendererUntimed), so its history keeps verifying.
 //   - Commits whose parent is a store of format 1 (before requests were
 //     recorded) are "unverifiable: made by an older loopx"; the upgrade
 //     commit (store.upgrade, format 2) is itself verified, and from it on a
@@ -67,7 +72,11 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 	res := s.annotate(&Result{Operation: "verify", CurrentRevision: revString(head), Data: map[string]any{"history": d}}, s.opts.now())
 	if !d.Valid {
 		p := d.FirstInvalid
-		return res, lease.Errorf(lease.CodeCorruptRecord, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
+		code := lease.CodeCorruptRecord
+		if p.Reason == ProblemSignatureRequired || p.Reason == ProblemSignatureInvalid {
+			code = lease.Code(p.Reason)
+		}
+		return res, lease.Errorf(code, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
 			With("revision", p.Revision).With("reason", p.Reason).With("history", d)
 	}
 	return res, nil
@@ -191,6 +200,9 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 	if tree != c.Tree {
 		return 0, historyProblem(lease.ProblemTreeMismatch, "its records are not what its request decides on its parent (%s)", s.treeDiff(c, tree))
 	}
+	if err := s.checkSignature(c, parentSn, rc.Call, rd.Outcome); err != nil {
+		return 0, err
+	}
 	return commitState, nil
 }
 
@@ -234,21 +246,33 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 	if err := sameIdentity(c, s.commitInfo("", msg, c.When)); err != nil {
 		return err
 	}
-	board, err := boards.render(parentSn, pv, goal)
-	if err != nil {
-		return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
+	// The renderer that drew this goal's last board commit first: an old
+	// history is all of the old renderer, a new one all of the new.
+	first := boards.last[goal]
+	if first == 0 {
+		first = markdown.RendererTimed
 	}
-	if board == nil {
-		return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
+	for _, r := range []int{first, markdown.RendererTimed + markdown.RendererUntimed - first} {
+		board, err := boards.render(parentSn, pv, goal, c.When.UTC(), r)
+		if err != nil {
+			return historyProblem(lease.ProblemBoardMismatch, "the state it names cannot be rendered: %v", err)
+		}
+		if board == nil {
+			return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
+		}
+		tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
+		if err != nil {
+			return err
+		}
+		if tree == c.Tree {
+			if boards.last == nil {
+				boards.last = map[string]int{}
+			}
+			boards.last[goal] = r
+			return nil
+		}
 	}
-	tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
-	if err != nil {
-		return err
-	}
-	if tree != c.Tree {
-		return historyProblem(lease.ProblemBoardMismatch, "its tree is not its parent's with the board of %s rendered", goal)
-	}
-	return nil
+	return historyProblem(lease.ProblemBoardMismatch, "its tree is not its parent's with the board of %s rendered at its time", goal)
 }
 
 func historyProblem(kind, format string, args ...any) *lease.HistoryError {
@@ -289,6 +313,25 @@ func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 type historyBoards struct {
 	s      *Store
 	models map[string]*historyModel
+	// untimed holds the models of markdown.RendererUntimed (boards drawn by
+	// an older loopx), last the renderer of each goal's last board commit
+	// (both made when first needed).
+	untimed map[string]*historyModel
+	last    map[string]int
+	// saved starts from the goal's saved board model and keeps what it
+	// learned (the server hook: a push of one board commit at 10,000 todos
+	// then costs what changed, not a render from every record).
+	saved bool
+}
+
+// save keeps the models brought up to date (saved walks only).
+func (h *historyBoards) save() {
+	if !h.saved {
+		return
+	}
+	for goal, hm := range h.models {
+		h.s.saveBoardModel(goal, hm.rev, hm.m)
+	}
 }
 
 type historyModel struct {
@@ -296,25 +339,42 @@ type historyModel struct {
 	rev gitstore.Hash
 }
 
-func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string) ([]byte, error) {
+// render renders the goal's board of snapshot sn (view v) at the render
+// time now with renderer r.
+func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time, r int) ([]byte, error) {
 	g, err := v.Goal(goal)
 	if err != nil || g == nil {
 		return nil, err
 	}
-	if hm := h.models[goal]; hm != nil {
-		if board, ok := h.catchUp(hm, sn, v, g); ok {
+	models := h.models
+	if r == markdown.RendererUntimed {
+		if h.untimed == nil {
+			h.untimed = map[string]*historyModel{}
+		}
+		models = h.untimed
+	}
+	if hm := models[goal]; hm != nil {
+		if board, ok := h.catchUp(hm, sn, v, g, now); ok {
 			return board, nil
 		}
+	} else if h.saved && r == markdown.RendererTimed {
+		if m := h.s.loadBoardModel(sn, v, goal); m != nil {
+			m.SetGoal(g)
+			if board, err := m.Render(viewRecords{v, goal}, now); err == nil {
+				h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
+				return board, nil
+			}
+		}
 	}
-	board, m, err := renderBoardFull(v, goal)
+	board, m, err := renderBoardWith(v, goal, now, r)
 	if err != nil {
 		return nil, err
 	}
-	h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
+	models[goal] = &historyModel{m: m, rev: sn.Revision()}
 	return board, nil
 }
 
-func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal) ([]byte, bool) {
+func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal, now time.Time) ([]byte, bool) {
 	var paths []string
 	err := h.s.repo.DiffHashes(hm.rev, sn.Revision(), lease.GoalDir(g.ID), func(p string, _, _ gitstore.Hash) error {
 		paths = append(paths, p)
@@ -332,7 +392,7 @@ func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *leas
 		}
 	}
 	hm.m.SetGoal(g)
-	board, err := hm.m.Render(viewRecords{v, g.ID})
+	board, err := hm.m.Render(viewRecords{v, g.ID}, now)
 	if err != nil {
 		return nil, false
 	}

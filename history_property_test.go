@@ -63,7 +63,17 @@ func TestHistoryReverifies(t *testing.T) {
 			todo := rapid.SampledFrom(todos).Draw(rt, "todo")
 			agent := rapid.SampledFrom(agents).Draw(rt, "agent")
 			var req any
-			switch op := rapid.IntRange(0, 15).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 18).Draw(rt, "op"); op {
+			case 16:
+				req = lease.GoalArchiveRequest{Goal: "g", Actor: agent}
+			case 17:
+				req = lease.GoalUnarchiveRequest{Goal: "g", Actor: agent}
+			case 18:
+				// A clock that ran ahead: the next decisions are refused
+				// (clock_skew) until the store's clock is reset, by the
+				// one commit dated before its parent.
+				clock = clock.Add(-time.Duration(rapid.IntRange(31, 900).Draw(rt, "back")) * time.Second)
+				req = lease.ClockResetRequest{Actor: agent, Reason: "the clock ran ahead"}
 			case 0, 1:
 				req = lease.AddRequest{Goal: "g", Todo: todo, Text: "work on " + todo, Priority: rapid.SampledFrom(lease.Priorities).Draw(rt, "prio"),
 					RequiredWriteScopes: []string{rapid.SampledFrom([]string{"src/**", "docs/**", "src/a/**"}).Draw(rt, "scope")}}

@@ -131,7 +131,9 @@ type attempt struct {
 	err      error
 }
 
-func (s *Store) apply(call lease.Call, again bool) (*Result, error) {
+// apply runs call's transaction; upgrade lets it first upgrade a store of
+// an older format (once).
+func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 	if err := s.checkOfflineWork(); err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func (s *Store) apply(call lease.Call, again bool) (*Result, error) {
 		last = s.decide(sn, call)
 		return last.proposal, last.err
 	})
-	if errors.Is(err, errUpgradeFirst) && again {
+	if errors.Is(err, errUpgradeFirst) && upgrade {
 		if _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion}), false); err != nil {
 			return nil, err
 		}
@@ -148,13 +150,6 @@ func (s *Store) apply(call lease.Call, again bool) (*Result, error) {
 	}
 	if err != nil {
 		return nil, mapErr(err)
-	}
-	if tx.Existed && again {
-		// The very commit existed already: the same request was decided on
-		// the same head in the same second and applied before (the ref
-		// was moved back since). Decide again on the head it restored, so
-		// the answer is the replay's, never a second "applied".
-		return s.apply(call, false)
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
@@ -196,8 +191,15 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 		o.Request = string(req)
 	}
 	p := &gitstore.Proposal{Info: s.commitInfo(o.Actor, o.Message(), now)}
+	if p.Info.Sign, err = s.commitSigner(sn, c, o); err != nil {
+		return attempt{err: err}
+	}
 	for _, ch := range v.Changes() {
 		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
+	}
+	// A record loopx would refuse to read (oversize) is never written.
+	if err := lease.CheckRecordSizes(v.Changes()); err != nil {
+		return attempt{err: err}
 	}
 	a.board, p.Next = s.planBoard(sn, v, o, now)
 	a.proposal = p

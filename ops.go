@@ -140,7 +140,7 @@ func (s *Store) Verify() (*Result, error) {
 		}
 		if goals, err := v.Goals(); err == nil && len(problems) == 0 {
 			for _, g := range goals {
-				if pending, err := boardPending(v, g.ID); err == nil && pending {
+				if pending, err := s.boardPending(v, g.ID); err == nil && pending {
 					d.PendingBoards = append(d.PendingBoards, g.ID)
 				}
 			}

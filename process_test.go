@@ -153,6 +153,9 @@ func TestProcessesAddTodos(t *testing.T) {
 }
 
 func TestProcessesRaceToRegister(t *testing.T) {
+	// 8 processes register one agent id at once, half of them as an
+	// orchestrator: exactly one registration is applied; the others with
+	// the winner's facts are replays, the rest agent_exists.
 	dir := newStore(t, "g")
 	const procs = 8
 	results := make([]result, procs)
@@ -163,24 +166,29 @@ func TestProcessesRaceToRegister(t *testing.T) {
 		go func(p int) {
 			defer wg.Done()
 			<-start
-			results[p] = loopx(t, dir, nil, "agent", "register", "--goal-id", "g", "--agent-id", "same-agent")
+			role := []string{"agent", "orchestrator"}[p%2]
+			results[p] = loopx(t, dir, nil, "agent", "register", "--goal-id", "g", "--agent-id", "same-agent", "--role", role)
 		}(p)
 	}
 	close(start)
 	wg.Wait()
-	applied, exists := 0, 0
-	for _, r := range results {
+	applied, replayed, exists := 0, 0, 0
+	winner := ""
+	for p, r := range results {
 		switch {
-		case r.code == 0:
+		case r.code == 0 && r.out["status"] == "applied":
 			applied++
+			winner = []string{"agent", "orchestrator"}[p%2]
+		case r.code == 0 && r.out["status"] == "replayed":
+			replayed++
 		case r.code == 1 && r.errCode() == "agent_exists":
 			exists++
 		default:
 			t.Errorf("unexpected result: exit %d %s", r.code, r.raw)
 		}
 	}
-	if applied != 1 || exists != procs-1 {
-		t.Fatalf("%d applied, %d agent_exists; want 1 and %d", applied, exists, procs-1)
+	if applied != 1 || replayed != procs/2-1 || exists != procs/2 {
+		t.Fatalf("%d applied (%s), %d replayed, %d agent_exists; want 1, %d, %d", applied, winner, replayed, exists, procs/2-1, procs/2)
 	}
 	if got := countOps(t, dir, "agent.register"); got != 1 {
 		t.Fatalf("%d register commits, want 1", got)

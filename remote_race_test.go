@@ -737,9 +737,15 @@ func TestRemoteOfflineSync(t *testing.T) {
 	if r := loopx(t, a, nil, "agent", "register", "--goal-id", "g", "--agent-id", "agent-c"); r.errCode() != "invalid_request" || !strings.Contains(r.raw, "loopx sync") {
 		t.Fatalf("online mutation with offline work pending: exit %d %s", r.code, r.raw)
 	}
-	r = must(t, a, "sync")
-	replays, _ := r.out["replays"].([]any)
-	if len(replays) != 2 || r.out["refused"] != 1.0 || r.out["applied"] != 1.0 {
+	// One offline request is refused on the server's head: sync exits 1
+	// and lists it; the other is synced.
+	r = loopx(t, a, nil, "sync")
+	if r.code != 1 || r.errCode() != "todo_lease_conflict" {
+		t.Fatalf("sync with a refusal: exit %d %s", r.code, r.raw)
+	}
+	syncData, _ := r.out["error"].(map[string]any)["sync"].(map[string]any)
+	replays, _ := syncData["replays"].([]any)
+	if len(replays) != 2 || syncData["refused"] != 1.0 || syncData["applied"] != 1.0 {
 		t.Fatalf("sync: %s", r.raw)
 	}
 	first := replays[0].(map[string]any)

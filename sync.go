@@ -83,7 +83,7 @@ func (s *Store) Sync() (*Result, error) {
 			// An offline board: the replays deliver their own.
 			last = c.hash
 			if err := s.writeSyncMarker(last); err != nil {
-				return nil, err
+				return nil, mapErr(err)
 			}
 			continue
 		}
@@ -97,7 +97,7 @@ func (s *Store) Sync() (*Result, error) {
 					_ = s.writeSyncMarker(last)
 				}
 				if !ok {
-					return nil, err
+					return nil, mapErr(err)
 				}
 				out := *le
 				out.Details = map[string]any{}
@@ -121,7 +121,7 @@ func (s *Store) Sync() (*Result, error) {
 		d.Replays = append(d.Replays, e)
 		last = c.hash
 		if err := s.writeSyncMarker(last); err != nil {
-			return nil, err
+			return nil, mapErr(err)
 		}
 	}
 

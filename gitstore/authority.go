@@ -38,11 +38,6 @@ type TxResult struct {
 	Base Hash
 	// Attempts counts decisions; Conflicts the lost compare-and-swaps.
 	Attempts, Conflicts int
-	// Existed is set when the commit made already existed before this
-	// transaction wrote it: an identical decision (same request, same
-	// parent, same second) was made and published before, so this one is
-	// not a new application (the caller reports it as replayed).
-	Existed bool
 }
 
 // RetryPolicy bounds the retries of lost compare-and-swaps. Backoff is
@@ -81,9 +76,8 @@ type Authority interface {
 	// value that a refusal must not be judged on.
 	head(ctx context.Context, s *Store, attempt int) (h Hash, guess bool, err error)
 	// publish makes pr (built on expected) the authority's head, failing
-	// with ErrConflict when the head is no longer expected. existed
-	// reports that the authority already held the very commit.
-	publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (existed bool, err error)
+	// with ErrConflict when the head is no longer expected.
+	publish(ctx context.Context, s *Store, expected Hash, pr *prepared) error
 }
 
 // LocalRef is the authority of the store's own ref.
@@ -96,24 +90,9 @@ func (localRef) head(ctx context.Context, s *Store, attempt int) (Hash, bool, er
 	return h, false, err
 }
 
-func (localRef) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (bool, error) {
-	existed := s.hadCommit(pr.first)
+func (localRef) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) error {
 	_, err := s.commitPrepared(expected, pr)
-	return existed, err
-}
-
-// hadCommit reports whether the commit a transaction is about to write is
-// in the repository already. The answer is almost always no, and the miss
-// must be cheap: the object reader's own lookup (loose objects and the
-// index of every pack in the object folder) decides. hasCommit would go on
-// to go-git, which loads and decodes every pack index of the repository
-// (twice on a miss): a third of a mutation's time on a large store, for
-// packs the reader cannot open and alternates, which go-git does not serve
-// either (TestHadCommit).
-func (s *Store) hadCommit(h Hash) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.closed && s.odb.has(h)
+	return err
 }
 
 // Remote is the authority of a Git server's ref, reached with fetch and a
@@ -153,13 +132,12 @@ func (r *Remote) Fetched(ctx context.Context, s *Store) (Hash, error) {
 	return h, err
 }
 
-func (r *Remote) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) (bool, error) {
+func (r *Remote) publish(ctx context.Context, s *Store, expected Hash, pr *prepared) error {
 	if err := s.writePrepared(pr); err != nil {
-		return false, err
+		return err
 	}
-	err := s.Push(ctx, r.Name, expected, pr.head)
-	if errors.Is(err, ErrConflict) || err != nil {
-		return false, err
+	if err := s.Push(ctx, r.Name, expected, pr.head); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	r.known = pr.head
@@ -167,7 +145,7 @@ func (r *Remote) publish(ctx context.Context, s *Store, expected Hash, pr *prepa
 	if r.OnHead != nil {
 		r.OnHead(pr.head, true)
 	}
-	return false, nil
+	return nil
 }
 
 // Repo is a store of files on a ref as a mutation path needs it: the
@@ -251,6 +229,7 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 	}
 	defer unlock()
 	var wait time.Duration
+	var lockedSince time.Time // when pushes started finding the server's lock file
 	for attempt := 1; ; attempt++ {
 		head, guess, err := auth.head(ctx, s, attempt)
 		if err != nil {
@@ -272,14 +251,24 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 		if err != nil {
 			return res, err
 		}
-		existed, err := auth.publish(ctx, s, head, pr)
+		err = auth.publish(ctx, s, head, pr)
 		if err == nil {
-			res.Head, res.State, res.Existed = pr.head, pr.first, existed
+			res.Head, res.State = pr.head, pr.first
 			s.maybeGCLocked()
 			return res, nil
 		}
 		if !errors.Is(err, ErrConflict) {
 			return res, err
+		}
+		if errors.Is(err, errServerLock) {
+			if lockedSince.IsZero() {
+				lockedSince = time.Now()
+			} else if time.Since(lockedSince) > serverLockWait {
+				return res, fmt.Errorf("gitstore: the server's ref lock has stayed in place for %v: a git process on the server may have died holding it; the server's operator can remove the lock file when no push is running (%v): %w",
+					time.Since(lockedSince).Round(time.Second), err, ErrServerLocked)
+			}
+		} else {
+			lockedSince = time.Time{}
 		}
 		res.Conflicts++
 		if policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {

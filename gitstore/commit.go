@@ -209,7 +209,7 @@ func (s *Store) install(pend *pendingObjects, expected, head Hash, commits int, 
 	defer os.Remove(twin) // runs after lk.release: a lock always has its twin
 	err = s.odb.writePacked(pend.objs, twinFile)
 	if cerr := twinFile.Close(); err == nil {
-		err = cerr
+		err = ioError(cerr)
 	}
 	if err != nil {
 		return fmt.Errorf("gitstore: write objects: %w", err)

@@ -72,8 +72,29 @@ func (s *Store) loadTreeUnlocked(h Hash) (*tree, error) {
 }
 
 // diffTrees reports the files that differ between trees a and b (ZeroHash:
-// absent) at prefix.
+// absent) at prefix: their blob names (ZeroHash where absent or not a
+// blob) differ.
 func (s *Store) diffTrees(prefix string, a, b Hash, fn func(path string, old, new Hash) error) error {
+	return s.diffEntries(prefix, a, b, func(p string, x, y *treeEntry) error {
+		var old, new Hash
+		if x != nil && x.isBlob() {
+			old = x.hash
+		}
+		if y != nil && y.isBlob() {
+			new = y.hash
+		}
+		if old != new {
+			return fn(p, old, new)
+		}
+		return nil
+	})
+}
+
+// diffEntries calls fn, in sorted path order, for every non-tree entry of
+// trees a and b (ZeroHash: empty) at prefix whose name, mode or hash
+// differs; x or y is nil where the entry is absent on that side. Equal
+// subtrees are not read.
+func (s *Store) diffEntries(prefix string, a, b Hash, fn func(path string, x, y *treeEntry) error) error {
 	if a == b {
 		return nil
 	}
@@ -125,20 +146,13 @@ func (s *Store) diffTrees(prefix string, a, b Hash, fn func(path string, old, ne
 			if y != nil {
 				hb = y.hash
 			}
-			if err := s.diffTrees(join(name), ha, hb, fn); err != nil {
+			if err := s.diffEntries(join(name), ha, hb, fn); err != nil {
 				return err
 			}
 			continue
 		}
-		var old, new Hash
-		if x != nil && x.isBlob() {
-			old = x.hash
-		}
-		if y != nil && y.isBlob() {
-			new = y.hash
-		}
-		if old != new {
-			if err := fn(join(name), old, new); err != nil {
+		if x == nil || y == nil || x.hash != y.hash || x.mode != y.mode {
+			if err := fn(join(name), x, y); err != nil {
 				return err
 			}
 		}

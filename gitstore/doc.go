@@ -9,8 +9,15 @@
 //
 // Concurrency and durability:
 //   - Writers serialise on the writer fence, an flock on
-//     <common git dir>/loopx.lock (Store.Lock). The kernel drops it when a
-//     process dies, so it is never stale.
+//     <common git dir>/loopx.lock (Store.Lock), waited for with a blocking
+//     flock, so waiters are served in arrival order (fence.go). The kernel
+//     drops it when a process dies, so it is never stale. The temporary
+//     files a killed writer leaves are removed by the next fence holder
+//     (leftovers.go).
+//   - Failures of the operating system (a full disk, a read-only
+//     repository, permissions, EIO) wrap ErrIO with the OS message; none of
+//     them leaves the ref moved, except a failed fsync of the ref's
+//     directory after the rename, which says so (ioerr.go).
 //   - Commit writes only the blobs and trees on changed paths (unchanged
 //     subtrees keep their names), all in one small pack (packwrite.go: two
 //     new files, where loose objects would be a dozen), and fsyncs the pack,

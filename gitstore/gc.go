@@ -220,6 +220,7 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	}
 	objDir := filepath.Join(s.commonDir, "objects")
 	packDir := filepath.Join(objDir, "pack")
+	s.markTemp() // the state file is replaced through a temporary file
 	if withStats {
 		stats.LooseBefore, stats.SizeBefore = objectDirUsage(objDir)
 	}

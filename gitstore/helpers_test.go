@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 // each new head on stdout. mode "transact" stops after GITSTORE_N commits;
 // "loop" runs until killed.
 func worker(mode string) int {
+	if strings.HasPrefix(mode, "fence-") {
+		return fenceWorker(mode)
+	}
 	repo, id := os.Getenv(envRepo), os.Getenv(envID)
 	n, _ := strconv.Atoi(os.Getenv(envN))
 	if at := os.Getenv("GITSTORE_BLOCK_AT"); at != "" {
@@ -54,6 +57,16 @@ func worker(mode string) int {
 		return 2
 	}
 	defer s.Close()
+	if os.Getenv("GITSTORE_FETCH") != "" {
+		// A read's fetch, without the fence.
+		h, err := s.Fetch(context.Background(), os.Getenv("GITSTORE_FETCH"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fetch:", err)
+			return 1
+		}
+		fmt.Println(h)
+		return 0
+	}
 	for i := 0; mode == "loop" || i < n; i++ {
 		p := fmt.Sprintf("w%s/%04d.txt", id, i)
 		h, err := s.Transact(context.Background(), func(sn *Snapshot) (*Proposal, error) {

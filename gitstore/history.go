@@ -210,66 +210,10 @@ func (s *Store) commitTree(h Hash) (Hash, error) {
 // changedEntries reports, in sorted order, every non-tree path whose entry
 // (mode and name) differs between trees a and b (ZeroHash: empty).
 func (s *Store) changedEntries(prefix string, a, b Hash, add func(string)) error {
-	if a == b {
+	return s.diffEntries(prefix, a, b, func(p string, _, _ *treeEntry) error {
+		add(p)
 		return nil
-	}
-	ta, err := s.loadTreeUnlocked(a)
-	if err != nil {
-		return err
-	}
-	tb, err := s.loadTreeUnlocked(b)
-	if err != nil {
-		return err
-	}
-	join := func(name string) string {
-		if prefix == "" {
-			return name
-		}
-		return prefix + "/" + name
-	}
-	// Merge the two entry lists on (name, is a directory), as diffTrees
-	// does. A file and a directory of the same name are two entries; paths
-	// come out sorted because a directory sorts as its name plus '/'.
-	ea, eb := ta.entries, tb.entries
-	for len(ea) > 0 || len(eb) > 0 {
-		var x, y *treeEntry
-		switch {
-		case len(eb) == 0:
-			x = &ea[0]
-		case len(ea) == 0:
-			y = &eb[0]
-		case gitLess(ea[0].name, ea[0].isDir(), eb[0].name, eb[0].isDir()):
-			x = &ea[0]
-		case gitLess(eb[0].name, eb[0].isDir(), ea[0].name, ea[0].isDir()):
-			y = &eb[0]
-		default:
-			x, y = &ea[0], &eb[0]
-		}
-		var name string
-		if x != nil {
-			ea, name = ea[1:], x.name
-		}
-		if y != nil {
-			eb, name = eb[1:], y.name
-		}
-		if (x != nil && x.isDir()) || (y != nil && y.isDir()) {
-			var ha, hb Hash
-			if x != nil {
-				ha = x.hash
-			}
-			if y != nil {
-				hb = y.hash
-			}
-			if err := s.changedEntries(join(name), ha, hb, add); err != nil {
-				return err
-			}
-			continue
-		}
-		if x == nil || y == nil || x.hash != y.hash || x.mode != y.mode {
-			add(join(name))
-		}
-	}
-	return nil
+	})
 }
 
 // FirstParentTimes calls fn for from and its first-parent ancestors,
@@ -277,27 +221,7 @@ func (s *Store) changedEntries(prefix string, a, b Hash, add func(string)) error
 // or an error, or the root commit is reached. It reads one commit at a
 // time.
 func (s *Store) FirstParentTimes(from Hash, fn func(h Hash, committed time.Time) (bool, error)) error {
-	for h := from; !h.IsZero(); {
-		s.mu.Lock()
-		var c *commitData
-		err := errClosed
-		if !s.closed {
-			c, err = s.readCommit(h)
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		more, err := fn(h, c.committer.When)
-		if err != nil || !more {
-			return err
-		}
-		h = ZeroHash
-		if len(c.parents) > 0 {
-			h = c.parents[0]
-		}
-	}
-	return nil
+	return s.Log(from, func(c CommitMeta) (bool, error) { return fn(c.Hash, c.CommitTime) })
 }
 
 // DirHash returns the name of the tree at dir ("" is the root) in the

@@ -113,7 +113,7 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 		if err != nil || p == nil {
 			return res, err
 		}
-		first, last, existed, err := m.prepare(head, p)
+		first, last, err := m.prepare(head, p)
 		if err != nil {
 			return res, err
 		}
@@ -126,7 +126,7 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 			} else {
 				m.head = first.meta.Hash
 			}
-			res.Head, res.State, res.Existed = m.head, first.meta.Hash, existed
+			res.Head, res.State = m.head, first.meta.Hash
 			m.mu.Unlock()
 			return res, nil
 		}
@@ -144,27 +144,23 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 	}
 }
 
-// prepare builds p's commit on head and, when p.Next asks, a second one;
-// existed reports that the first commit existed before.
-func (m *MemRepo) prepare(head Hash, p *Proposal) (first, last *memCommit, existed bool, err error) {
+// prepare builds p's commit on head and, when p.Next asks, a second one.
+func (m *MemRepo) prepare(head Hash, p *Proposal) (first, last *memCommit, err error) {
 	m.mu.Lock()
 	first, err = m.build(head, p.Changes, p.Info)
-	if err == nil {
-		_, existed = m.commits[first.meta.Hash]
-	}
 	m.mu.Unlock()
 	if err != nil || p.Next == nil {
-		return first, nil, existed, err
+		return first, nil, err
 	}
 	p2, err := p.Next(first.meta.Hash)
 	if err != nil || p2 == nil {
-		return first, nil, existed, err
+		return first, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.commits[first.meta.Hash] = first // visible to build as a parent only
 	last, err = m.build(first.meta.Hash, p2.Changes, p2.Info)
-	return first, last, existed, err
+	return first, last, err
 }
 
 // build makes a commit of changes on parent. Callers hold m.mu.

@@ -37,9 +37,14 @@ type objectDB struct {
 	commonDir string
 	objDir    string
 	repo      *git.Repository // fallback reader (the Store's)
+	// envDirs are object folders the environment names (a pre-receive
+	// hook's quarantine), read after objDir and never written
+	// (quarantine.go).
+	envDirs []string
 
 	packsLoaded bool
 	packs       []*packReader
+	envPacks    []*packReader // the packs of envDirs (never consulted by has)
 	deltaCache  *baseCache
 
 	zr io.ReadCloser // reused zlib reader
@@ -54,6 +59,15 @@ type objectDB struct {
 	// looseOnly writes every object loose (tests that delete one object
 	// to make it unreadable, or that count loose objects).
 	looseOnly bool
+	// onTemp is called before and after temporary files are created
+	// (Store.markTemp).
+	onTemp func()
+}
+
+func (db *objectDB) markTemp() {
+	if db.onTemp != nil {
+		db.onTemp()
+	}
 }
 
 func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
@@ -62,6 +76,7 @@ func newObjectDB(commonDir string, repo *git.Repository) *objectDB {
 		objDir:     filepath.Join(commonDir, "objects"),
 		repo:       repo,
 		deltaCache: &baseCache{},
+		envDirs:    envObjectDirs(filepath.Join(commonDir, "objects")),
 	}
 }
 
@@ -71,10 +86,10 @@ func (db *objectDB) close() error {
 }
 
 func (db *objectDB) closePacks() {
-	for _, p := range db.packs {
+	for _, p := range append(db.packs, db.envPacks...) {
 		p.close()
 	}
-	db.packs = nil
+	db.packs, db.envPacks = nil, nil
 	db.packsLoaded = false
 	db.deltaCache.clear()
 }
@@ -121,6 +136,11 @@ func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
 			return t, data, err
 		}
 	}
+	for _, p := range db.envPacks {
+		if t, data, ok, err := p.get(h); ok {
+			return t, data, err
+		}
+	}
 	db.fallbackReads++
 	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
@@ -151,6 +171,10 @@ func readEncoded(obj plumbing.EncodedObject) ([]byte, error) {
 // is none.
 func (db *objectDB) readLoose(h Hash) (plumbing.ObjectType, []byte, error) {
 	raw, err := os.ReadFile(db.loosePath(h))
+	for i := 0; errors.Is(err, os.ErrNotExist) && i < len(db.envDirs); i++ {
+		hex := h.String()
+		raw, err = os.ReadFile(filepath.Join(db.envDirs[i], hex[:2], hex[2:]))
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -230,6 +254,17 @@ func (db *objectDB) loadPacks() {
 	for _, o := range others {
 		db.packs = append(db.packs, lazyPack(db.objDir, o.name, db.deltaCache))
 	}
+	// Last, the packs of the environment's object folders (read-only).
+	for _, dir := range db.envDirs {
+		idxs, _ := filepath.Glob(filepath.Join(dir, "pack", "pack-*.idx"))
+		for _, idx := range idxs {
+			hex := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
+			if name := plumbing.NewHash(hex); name.String() == hex && !own[name] {
+				own[name] = true
+				db.envPacks = append(db.envPacks, lazyPack(dir, name, db.deltaCache))
+			}
+		}
+	}
 }
 
 func modTime(name string) time.Time {
@@ -278,7 +313,13 @@ var tmpCounter atomic.Uint64
 // object file and every directory entry naming one is fsynced before write
 // returns, so that a ref may then point at them. The extra files are
 // fsynced along with the objects (one round of concurrent fsyncs).
-func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
+//
+// The temporary files are made in objects/pack (as tmp_obj_loopx_<pid>_<n>)
+// and renamed into objects/xx/, so that what a killed writer leaves is
+// found by one look at that one directory (see removeDeadTmpFiles). OS-level
+// failures wrap ErrIO.
+func (db *objectDB) write(objs []newObject, extra ...*os.File) (err error) {
+	defer func() { err = ioError(err) }()
 	type pending struct {
 		tmp, final string
 		f          *os.File
@@ -296,6 +337,8 @@ func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
 	}()
 	dirs := map[string]bool{} // dir → created now (its parent needs a sync too)
 	seen := map[Hash]bool{}
+	tmpDir := filepath.Join(db.objDir, "pack")
+	marked := false
 	for _, o := range objs {
 		if seen[o.hash] || db.has(o.hash) {
 			continue
@@ -313,19 +356,40 @@ func (db *objectDB) write(objs []newObject, extra ...*os.File) error {
 			}
 			dirs[dir] = created
 		}
-		tmp := filepath.Join(dir, fmt.Sprintf("tmp_obj_loopx_%d_%d", os.Getpid(), tmpCounter.Add(1)))
+		if !marked {
+			if _, err := os.Stat(tmpDir); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(tmpDir, 0o777); err != nil {
+					return err
+				}
+			}
+			db.markTemp()
+			marked = true
+		}
+		tmp := filepath.Join(tmpDir, fmt.Sprintf("%s%d_%d", tmpObjPrefix, os.Getpid(), tmpCounter.Add(1)))
 		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		if err != nil {
 			return err
 		}
 		todo = append(todo, pending{tmp: tmp, final: final, f: f})
+		if err := injected("objects", "write", tmp); err != nil {
+			return err
+		}
 		if err := writeCompressed(f, o.typ, o.data); err != nil {
 			return err
 		}
 	}
+	if marked {
+		db.markTemp()
+		hook("loose-temp-written")
+	}
 	// fsync the files concurrently: the file system can merge the journal
 	// commits.
 	if err := parallel(len(todo)+len(extra), func(i int) error {
+		if i == 0 {
+			if err := injected("fsync", "sync", db.objDir); err != nil {
+				return err
+			}
+		}
 		if db.noSync {
 			return nil
 		}

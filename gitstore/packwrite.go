@@ -114,8 +114,10 @@ func deflateTo(w io.Writer, data []byte) error {
 // writePacked stores the objects of objs that do not exist yet as one new
 // pack (loose when fewer than packMin), durable before it returns, like
 // write; the extra files are fsynced in the same round. The pack is named
-// in the GC state file. Callers hold the exclusive fence.
-func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
+// in the GC state file. Callers hold the exclusive fence. OS-level
+// failures wrap ErrIO; nothing written is left behind.
+func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) (err error) {
+	defer func() { err = ioError(err) }()
 	var todo []newObject
 	seen := map[Hash]bool{}
 	for _, o := range objs {
@@ -132,6 +134,21 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 	if err != nil {
 		return err
 	}
+	if err := db.installPack(name, pack, idx, extra...); err != nil {
+		return err
+	}
+	db.notePack(name)
+	return nil
+}
+
+// installPack writes a pack and its index under their final names, with
+// the extra files fsynced in the same round: both are written as loopx
+// temporary files, fsynced, renamed (the pack first: readers look for packs
+// by their index, so a pack is never seen without its data) and their
+// directory fsynced. OS-level failures wrap ErrIO; nothing written is left
+// behind.
+func (db *objectDB) installPack(name Hash, pack, idx []byte, extra ...*os.File) (err error) {
+	defer func() { err = ioError(err) }()
 	packDir := filepath.Join(db.objDir, "pack")
 	created := false
 	if _, err := os.Stat(packDir); errors.Is(err, os.ErrNotExist) {
@@ -142,8 +159,8 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 	}
 	n := tmpCounter.Add(1)
 	tmps := []string{
-		filepath.Join(packDir, fmt.Sprintf("tmp_pack_loopx_%d_%d", os.Getpid(), n)),
-		filepath.Join(packDir, fmt.Sprintf("tmp_idx_loopx_%d_%d", os.Getpid(), n)),
+		filepath.Join(packDir, fmt.Sprintf("%s%d_%d", tmpPackPrefix, os.Getpid(), n)),
+		filepath.Join(packDir, fmt.Sprintf("%s%d_%d", tmpIdxPrefix, os.Getpid(), n)),
 	}
 	finals := []string{packPath(db.objDir, name, ".pack"), packPath(db.objDir, name, ".idx")}
 	files := make([]*os.File, 2)
@@ -155,18 +172,29 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 			}
 		}
 	}()
+	db.markTemp()
 	for i, data := range [][]byte{pack, idx} {
 		f, err := os.OpenFile(tmps[i], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		if err != nil {
 			return err
 		}
 		files[i] = f
+		if err := injected([]string{"objects", "pack-index"}[i], "write", tmps[i]); err != nil {
+			return err
+		}
 		if _, err := f.Write(data); err != nil {
 			return err
 		}
 	}
+	db.markTemp()
+	hook("pack-temp-written")
 	all := append(files[:2:2], extra...)
 	if err := parallel(len(all), func(i int) error {
+		if i == 0 {
+			if err := injected("fsync", "sync", all[i].Name()); err != nil {
+				return err
+			}
+		}
 		if db.noSync {
 			return nil
 		}
@@ -185,6 +213,11 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 	}
 	// The pack first, then its index: git (and loadPacks) look for packs
 	// by their index, so a pack is never seen without its data.
+	if err := injected("pack-rename", "rename", tmps[0]); err != nil {
+		os.Remove(tmps[0])
+		os.Remove(tmps[1])
+		return err
+	}
 	if err := os.Rename(tmps[0], finals[0]); err != nil {
 		os.Remove(tmps[0])
 		os.Remove(tmps[1])
@@ -205,7 +238,6 @@ func (db *objectDB) writePacked(objs []newObject, extra ...*os.File) error {
 			}
 		}
 	}
-	db.notePack(name)
 	return nil
 }
 
@@ -240,9 +272,10 @@ func removeStaleTmpFiles(objDir string) {
 	packDir := filepath.Join(objDir, "pack")
 	var names []string
 	for _, pat := range []string{
-		filepath.Join(packDir, "tmp_pack_loopx_*"),
-		filepath.Join(packDir, "tmp_idx_loopx_*"),
-		filepath.Join(objDir, "??", "tmp_obj_loopx_*"),
+		filepath.Join(packDir, tmpPackPrefix+"*"),
+		filepath.Join(packDir, tmpIdxPrefix+"*"),
+		filepath.Join(packDir, tmpObjPrefix+"*"),
+		filepath.Join(objDir, "??", tmpObjPrefix+"*"), // made there before loopx kept them all in objects/pack
 	} {
 		found, _ := filepath.Glob(pat)
 		names = append(names, found...)

@@ -38,7 +38,7 @@ func readRef(commonDir, ref string) (Hash, error) {
 			return readPackedRef(commonDir, ref)
 		}
 		if err != nil {
-			return ZeroHash, fmt.Errorf("gitstore: read %s: %w", ref, err)
+			return ZeroHash, fmt.Errorf("gitstore: read %s: %w", ref, ioError(err))
 		}
 		h, err := parseRefContent(b)
 		if err == nil {
@@ -84,7 +84,7 @@ func readPackedRef(commonDir, ref string) (Hash, error) {
 		return ZeroHash, nil
 	}
 	if err != nil {
-		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", err)
+		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", ioError(err))
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -103,7 +103,7 @@ func readPackedRef(commonDir, ref string) (Hash, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", err)
+		return ZeroHash, fmt.Errorf("gitstore: read packed-refs: %w", ioError(err))
 	}
 	return ZeroHash, nil
 }
@@ -156,14 +156,18 @@ func hook(point string) {
 // createTwin creates the ref-lock twin holding newHash (not yet fsynced).
 func (s *Store) createTwin(newHash Hash) (string, *os.File, error) {
 	name := filepath.Join(s.commonDir, fmt.Sprintf("%s%d.%d", refLockTmpStart, os.Getpid(), refLockCounter.Add(1)))
+	s.markTempFenced()
+	if err := injected("twin", "open", name); err != nil {
+		return "", nil, fmt.Errorf("gitstore: %w", ioError(err))
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
-		return "", nil, fmt.Errorf("gitstore: %w", err)
+		return "", nil, fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	if _, err := f.WriteString(newHash.String() + "\n"); err != nil {
 		f.Close()
 		os.Remove(name)
-		return "", nil, fmt.Errorf("gitstore: %w", err)
+		return "", nil, fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	return name, f, nil
 }
@@ -182,7 +186,7 @@ func (s *Store) lockRef(expected, newHash Hash, twin string) (*refLock, error) {
 	refPath := filepath.Join(s.commonDir, filepath.FromSlash(s.ref))
 	lockPath := refPath + ".lock"
 	if err := mkdirAllSync(filepath.Dir(refPath), s.odb.noSync); err != nil {
-		return nil, fmt.Errorf("gitstore: %w", err)
+		return nil, fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	if err := s.acquireRefLock(twin, lockPath, []byte(newHash.String()+"\n")); err != nil {
 		return nil, err
@@ -238,16 +242,30 @@ func (l *refLock) release() {
 
 // commit renames the lock (whose content the caller made durable) over the
 // ref and fsyncs the directory.
+//
+// An error before the rename leaves the ref unchanged; an error after it
+// (the directory's fsync) means the ref has moved but may not survive a
+// crash: the error says so, and wraps ErrIO like the others.
 func (l *refLock) commit() error {
-	if err := os.Rename(l.lockPath, l.refPath); err != nil {
-		return fmt.Errorf("gitstore: %w", err)
+	err := injected("ref-rename", "rename", l.lockPath)
+	if err == nil {
+		err = os.Rename(l.lockPath, l.refPath)
+	}
+	if err != nil {
+		return fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	l.held = false
 	hook("ref-renamed")
+	if err := injected("ref-dir-sync", "sync", filepath.Dir(l.refPath)); err != nil {
+		return fmt.Errorf("gitstore: the ref moved, but its directory could not be made durable: %w", ioError(err))
+	}
 	if l.noSync {
 		return nil
 	}
-	return syncDir(filepath.Dir(l.refPath))
+	if err := syncDir(filepath.Dir(l.refPath)); err != nil {
+		return fmt.Errorf("gitstore: the ref moved, but its directory could not be made durable: %w", ioError(err))
+	}
+	return nil
 }
 
 func shortHash(h Hash) string {
@@ -264,7 +282,11 @@ func (s *Store) acquireRefLock(tmp, lockPath string, content []byte) error {
 	deadline := time.Now().Add(refLockWait)
 	delay := time.Millisecond
 	for {
-		err := os.Link(tmp, lockPath)
+		err := injected("ref-lock", "link", lockPath)
+		if err != nil {
+			return fmt.Errorf("gitstore: %w", ioError(err))
+		}
+		err = os.Link(tmp, lockPath)
 		if err == nil {
 			return nil
 		}
@@ -281,23 +303,60 @@ func (s *Store) acquireRefLock(tmp, lockPath string, content []byte) error {
 				}
 				if werr != nil {
 					os.Remove(lockPath)
-					return fmt.Errorf("gitstore: %w", werr)
+					return fmt.Errorf("gitstore: %w", ioError(werr))
 				}
 				return nil
 			}
 			if !errors.Is(cerr, os.ErrExist) {
-				return fmt.Errorf("gitstore: create %s: %w", lockPath, cerr)
+				return fmt.Errorf("gitstore: create %s: %w", lockPath, ioError(cerr))
 			}
 		}
 		if s.removeStaleRefLock(lockPath) {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("gitstore: %s exists (held by another git process, or left by a crashed one: remove it if no git process is running): %w", lockPath, ErrBusy)
+			return s.refLockBusy(lockPath)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 20*time.Millisecond)
 	}
+}
+
+// RefLockError is the error (wrapping ErrBusy) of a <ref>.lock that stayed
+// in place for as long as loopx waits for one (refLockWait): held by a git
+// command that is running, or, if it is old, left by one that crashed. git
+// itself then fails the same way ("Unable to create '...lock': File
+// exists"). loopx never removes a lock it did not make: the message says
+// which file it is, how old, and that it can be removed once no git process
+// runs.
+type RefLockError struct {
+	Path string        // the lock file
+	Age  time.Duration // since it was last modified
+	// LoopxPid is the loopx process that made it (0: git, or unknown).
+	LoopxPid int
+}
+
+func (e *RefLockError) Error() string {
+	age := e.Age.Round(time.Second)
+	if e.LoopxPid > 0 {
+		return fmt.Sprintf("gitstore: %s (%s old) is held by loopx process %d, which is still running", e.Path, age, e.LoopxPid)
+	}
+	return fmt.Sprintf("gitstore: %s exists (%s old): a git command is updating the ref, or one crashed and left it behind; "+
+		"if no git process is running, remove it (loopx never removes git's lock files)", e.Path, age)
+}
+
+func (e *RefLockError) Unwrap() error { return ErrBusy }
+
+// refLockBusy describes the lock that acquireRefLock gave up on.
+func (s *Store) refLockBusy(lockPath string) error {
+	e := &RefLockError{Path: lockPath}
+	if fi, err := os.Lstat(lockPath); err == nil {
+		e.Age = max(time.Since(fi.ModTime()), 0)
+		if _, pid := s.findLockTwin(fi); pid > 0 {
+			e.LoopxPid = pid
+		}
+	}
+	return e
 }
 
 // removeStaleRefLock removes lockPath if it is a stale loopx lock (see the
@@ -347,6 +406,12 @@ func (s *Store) findLockTwin(lfi os.FileInfo) (string, int) {
 // fence.
 func (s *Store) cleanRefLockTwins() {
 	names, _ := filepath.Glob(filepath.Join(s.commonDir, refLockTmpGlob))
+	s.removeDeadTwins(names)
+}
+
+// removeDeadTwins removes, of the loopx-reflock files names, those of dead
+// processes, and the store's ref lock if it is one of them.
+func (s *Store) removeDeadTwins(names []string) {
 	if len(names) == 0 {
 		return
 	}

@@ -12,14 +12,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -46,10 +47,14 @@ import (
 //   - UpdateRef moves any ref with git's lock protocol (the local ref, the
 //     tracking ref, backups).
 //
-// Errors: ErrRemoteUnavailable (cannot reach the server, or the outcome of a
-// push is unknown), ErrRemoteRejected (the server refused: permissions,
-// hooks, missing repository), ErrConflict (the server's ref is not at old),
-// ErrNoRemote (no such remote configured).
+// Errors: ErrRemoteUnavailable (cannot reach the server, the transfer was
+// cut off, the server failed to store the push, or the outcome of a push is
+// unknown), ErrRemoteRejected (the server refused: permissions, hooks,
+// missing repository), ErrConflict (the server's ref is not at old, or the
+// server could not lock it because another push held its lock), ErrNoRemote
+// (no such remote configured), ErrIO (the local repository could not be
+// written). Only ErrRemoteRejected and ErrNoRemote are decisions: the
+// others pass, and the same request succeeds on a retry.
 
 var (
 	// ErrRemoteUnavailable is returned (wrapped) when the remote cannot be
@@ -278,7 +283,12 @@ func (s *Store) Fetch(ctx context.Context, remote string) (Hash, error) {
 			return ZeroHash, classify(remote, "fetch", err)
 		}
 		if err := s.storePack(data); err != nil {
-			return ZeroHash, err
+			if errors.Is(err, ErrIO) {
+				return ZeroHash, err
+			}
+			// Not a local failure: what arrived is not a whole pack (the
+			// server or the connection died mid-transfer).
+			return ZeroHash, fmt.Errorf("gitstore: remote %s: fetch cut off (%v): %w", remote, err, ErrRemoteUnavailable)
 		}
 		if !s.hasCommit(head) {
 			return ZeroHash, fmt.Errorf("gitstore: remote %s: fetched pack lacks %s: %w", remote, head, ErrRemoteUnavailable)
@@ -356,55 +366,46 @@ func (s *Store) storePack(data []byte) error {
 	if s.closed {
 		return errClosed
 	}
+	if err := injected("fetch-objects", "write", filepath.Join(s.commonDir, "objects")); err != nil {
+		return ioError(err)
+	}
 	return s.odb.write(objs)
 }
 
-// storeAsPack keeps a large fetched pack as a pack (with its index), fsynced.
+// storeAsPack keeps a large fetched pack as a pack, with the index built
+// here, written like a commit's pack (installPack: loopx temporary names,
+// fsynced, renamed). An error that is not ErrIO means data is not a whole,
+// self-contained pack.
 func (s *Store) storeAsPack(data []byte) error {
+	w := new(idxfile.Writer)
+	p, err := packfile.NewParser(packfile.NewScanner(bytes.NewReader(data)), w)
+	if err != nil {
+		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
+	}
+	sum, err := p.Parse()
+	if err != nil {
+		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
+	}
+	idx, err := w.Index()
+	if err != nil {
+		return fmt.Errorf("gitstore: index fetched pack: %w", err)
+	}
+	var ib bytes.Buffer
+	if _, err := idxfile.NewEncoder(&ib).Encode(idx); err != nil {
+		return fmt.Errorf("gitstore: index fetched pack: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errClosed
 	}
-	pw, ok := s.repo.Storer.(storer.PackfileWriter)
-	if !ok {
-		return fmt.Errorf("gitstore: repository storage cannot write packs")
+	if err := injected("fetch-objects", "write", filepath.Join(s.commonDir, "objects", "pack")); err != nil {
+		return ioError(err)
 	}
-	w, err := pw.PackfileWriter()
-	if err != nil {
+	if err := s.odb.installPack(sum, data, ib.Bytes()); err != nil {
 		return fmt.Errorf("gitstore: write fetched pack: %w", err)
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return fmt.Errorf("gitstore: write fetched pack: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("gitstore: write fetched pack: %w", err)
-	}
-	var name Hash
-	copy(name[:], data[len(data)-20:])
-	objDir := filepath.Join(s.commonDir, "objects")
-	for _, ext := range []string{".pack", ".idx"} {
-		if err := syncFile(packPath(objDir, name, ext)); err != nil {
-			return err
-		}
-	}
-	if err := syncDir(filepath.Join(objDir, "pack")); err != nil {
-		return err
 	}
 	s.odb.refresh()
-	return nil
-}
-
-func syncFile(name string) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return fmt.Errorf("gitstore: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("gitstore: fsync %s: %w", name, err)
-	}
 	return nil
 }
 
@@ -476,11 +477,25 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	if remoteMsg := serverMessages(progress.String()); remoteMsg != "" {
 		msg += " (" + remoteMsg + ")"
 	}
+	hook("push-answered")
 	// Where is the ref now? That tells a lost compare-and-swap from a
 	// refusal, and resolves a broken connection.
 	cur, lerr := s.LsRemote(ctx, remote)
 	refused := rs != nil // the server answered with a status
+	kind := pushFailureOf(msg)
 	switch {
+	case refused && kind == pushLockFailed && (lerr != nil || cur != new):
+		// The server did not apply it: its ref lock was taken (by a
+		// concurrent push), or the old value no longer matched.
+		if strings.Contains(msg, "File exists") {
+			// The lock file itself is there: a concurrent push's, or one
+			// a killed git process left (which only the server's operator
+			// can remove). The retry policy tells them apart by time.
+			return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w (%w)", remote, s.ref, msg, ErrConflict, errServerLock)
+		}
+		return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w", remote, s.ref, msg, ErrConflict)
+	case refused && kind == pushNotStored && (lerr != nil || cur != new):
+		return fmt.Errorf("gitstore: remote %s could not store the update: %s: %w", remote, msg, ErrRemoteUnavailable)
 	case lerr != nil && refused:
 		return fmt.Errorf("gitstore: remote %s refused the update: %s: %w", remote, msg, ErrRemoteRejected)
 	case lerr != nil:
@@ -504,6 +519,44 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 		// the server's compare-and-swap lets at most one of them land.
 		return fmt.Errorf("gitstore: remote %s: push interrupted (%s): %w", remote, msg, ErrConflict)
 	}
+}
+
+// errServerLock marks a lost push whose server found its ref's lock file
+// in place.
+var errServerLock = errors.New("the server's ref lock file exists")
+
+// ErrServerLocked is returned (wrapped) when the server's ref lock file
+// stayed in place across serverLockWait of retries: most likely left by a
+// git process that died on the server. Retry later; the server's operator
+// can remove it.
+var ErrServerLocked = errors.New("the server's ref lock file stays in place")
+
+// serverLockWait is how long pushes may keep finding the server's ref lock
+// file in place before it is taken for a stale one (a concurrent push
+// holds it for milliseconds).
+var serverLockWait = 10 * time.Second
+
+// Why a server that answered did not apply a push, from its status and
+// messages (git receive-pack's wording).
+const (
+	pushRefused    = iota // a decision: a hook, permissions, a policy
+	pushLockFailed        // its ref lock was held, or the old value moved
+	pushNotStored         // it could not store the objects (disk, unpacker)
+)
+
+func pushFailureOf(msg string) int {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"cannot lock ref", "failed to lock", "failed to update ref", "stale info", "incorrect old value"} {
+		if strings.Contains(m, s) {
+			return pushLockFailed
+		}
+	}
+	for _, s := range []string{"unpack error", "unpacker error", "abnormal exit", "no space left", "quota exceeded", "input/output error"} {
+		if strings.Contains(m, s) {
+			return pushNotStored
+		}
+	}
+	return pushRefused
 }
 
 // serverMessages turns sideband progress into one line ("remote: ..." lines
@@ -683,7 +736,7 @@ func (s *Store) updateRef(ref string, expected, new Hash, durable bool) error {
 	refPath := filepath.Join(s.commonDir, filepath.FromSlash(ref))
 	lockPath := refPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
-		return fmt.Errorf("gitstore: %w", err)
+		return fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	twin, f, err := s.createTwin(new)
 	if err != nil {
@@ -697,7 +750,7 @@ func (s *Store) updateRef(ref string, expected, new Hash, durable bool) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("gitstore: %w", err)
+		return fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	if err := s.acquireRefLock(twin, lockPath, []byte(new.String()+"\n")); err != nil {
 		return err
@@ -717,18 +770,18 @@ func (s *Store) updateRef(ref string, expected, new Hash, durable bool) error {
 	}
 	if new.IsZero() {
 		if err := os.Remove(refPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("gitstore: %w", err)
+			return fmt.Errorf("gitstore: %w", ioError(err))
 		}
 		return nil
 	}
 	if err := os.Rename(lockPath, refPath); err != nil {
-		return fmt.Errorf("gitstore: %w", err)
+		return fmt.Errorf("gitstore: %w", ioError(err))
 	}
 	locked = false
 	if !durable {
 		return nil
 	}
-	return syncDir(filepath.Dir(refPath))
+	return ioError(syncDir(filepath.Dir(refPath)))
 }
 
 // ReadRef returns the value of any ref (ZeroHash if absent).

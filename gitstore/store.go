@@ -33,6 +33,19 @@ var (
 	// that ValidPath rejects, or a change that would turn a file into a
 	// directory or the reverse.
 	ErrInvalidPath = errors.New("invalid path")
+	// ErrIO is returned (wrapped, with the operating system's message)
+	// when reading or writing the repository's files failed at the OS
+	// level: a full disk, a read-only file system or repository, missing
+	// permissions, a failing device (see ioerr.go). It is never a decision:
+	// the same request can succeed once the cause is gone.
+	ErrIO = errors.New("repository I/O failed")
+	// ErrUnsupportedRepository is returned (wrapped) by Open for a
+	// repository whose format gitstore cannot read or write (SHA-256
+	// object names, the reftable ref backend).
+	ErrUnsupportedRepository = errors.New("unsupported repository format")
+	// ErrInvalidRef is returned (wrapped) for a ref name git would not
+	// accept, or one outside refs/.
+	ErrInvalidRef = errors.New("invalid ref name")
 )
 
 // DefaultRef is the ref used when Options.Ref is empty.
@@ -69,11 +82,15 @@ type Store struct {
 	odb     *objectDB
 	trees   treeCache
 	closed  bool
-	fenceMu sync.Mutex // guards exclusiveHeld
+	fenceMu sync.Mutex // guards exclusiveHeld and fence
 	// exclusiveHeld counts exclusive fences held through this Store, so
 	// that GC and MaybeGC called by a fence holder do not wait on
 	// themselves.
 	exclusiveHeld int
+	// fence is the exclusive fence held through this Store, if any (at
+	// most one: each Lock uses its own descriptor, which excludes the
+	// others).
+	fence *fenceHold
 }
 
 // InitRepo makes dir a (non-bare) Git repository, like `git init`, unless
@@ -153,6 +170,7 @@ func Open(path string, opts Options) (*Store, error) {
 		repo:         repo,
 	}
 	s.odb = newObjectDB(commonDir, repo)
+	s.odb.onTemp = s.markTemp
 	return s, nil
 }
 
@@ -176,7 +194,7 @@ func checkFormat(commonDir string) error {
 		key, val, _ := strings.Cut(line, "=")
 		key, val = strings.ToLower(strings.TrimSpace(key)), strings.ToLower(strings.Trim(strings.TrimSpace(val), `"`))
 		if (key == "objectformat" && val != "sha1") || (key == "refstorage" && val != "files") {
-			return fmt.Errorf("gitstore: %s: unsupported repository format (extensions.%s = %s)", commonDir, key, val)
+			return fmt.Errorf("gitstore: %s: extensions.%s = %s: %w", commonDir, key, val, ErrUnsupportedRepository)
 		}
 	}
 	return nil
@@ -185,7 +203,7 @@ func checkFormat(commonDir string) error {
 // checkRefName accepts full ref names under refs/ that git would accept
 // (a conservative subset of git-check-ref-format).
 func checkRefName(ref string) error {
-	bad := func(why string) error { return fmt.Errorf("gitstore: invalid ref %q: %s", ref, why) }
+	bad := func(why string) error { return fmt.Errorf("gitstore: ref %q: %s: %w", ref, why, ErrInvalidRef) }
 	if !strings.HasPrefix(ref, "refs/") || len(ref) == len("refs/") {
 		return bad(`must start with "refs/"`)
 	}

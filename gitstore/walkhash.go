@@ -116,10 +116,16 @@ func (s *Store) WriteSideFile(name string, data []byte, durable bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*")
+	// The temporary file is named after this process, in the common dir,
+	// where the next writer finds it if this process is killed (see
+	// removeDeadTmpFiles).
+	s.markTemp()
+	tmp, err := os.OpenFile(filepath.Join(s.commonDir, fmt.Sprintf("%s%d.%d", sideTmpStart, os.Getpid(), tmpCounter.Add(1))),
+		os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return ioError(err)
 	}
+	s.markTemp()
 	_, err = tmp.Write(data)
 	if err == nil && durable {
 		err = tmp.Sync()
@@ -132,10 +138,10 @@ func (s *Store) WriteSideFile(name string, data []byte, durable bool) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return err
+		return ioError(err)
 	}
 	if durable {
-		return syncDir(dir)
+		return ioError(syncDir(dir))
 	}
 	return nil
 }

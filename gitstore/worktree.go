@@ -107,11 +107,17 @@ const ChainedSuffix = ".loopx-chained"
 // hook holding it is left as it is. changed reports whether a file was
 // written; path is the hook's path.
 func (s *Store) InstallHook(name, marker, snippet string) (changed bool, path string, err error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || marker == "" || !strings.Contains(snippet, marker) {
-		return false, "", fmt.Errorf("gitstore: install hook %q: invalid name, marker or snippet", name)
-	}
 	if s.workDir == "" {
 		return false, "", fmt.Errorf("gitstore: install hook: %w", ErrNoWorkTree)
+	}
+	return s.InstallRepoHook(name, marker, snippet)
+}
+
+// InstallRepoHook is InstallHook for any repository, a bare one included
+// (a server's pre-receive hook).
+func (s *Store) InstallRepoHook(name, marker, snippet string) (changed bool, path string, err error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || marker == "" || !strings.Contains(snippet, marker) {
+		return false, "", fmt.Errorf("gitstore: install hook %q: invalid name, marker or snippet", name)
 	}
 	dir, err := s.HooksDir()
 	if err != nil {

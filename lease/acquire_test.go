@@ -3,6 +3,7 @@ package lease
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,8 @@ func TestAcquireAdmission(t *testing.T) {
 			}
 		}
 	}
-	otherScope := func(owner, scope string) func(f *tlFix) {
-		return func(f *tlFix) { f.mustAcquire(tlAt(0), "todo_bbb", owner, "kb", 0, scope) }
+	otherScope := func(owner string, scopes ...string) func(f *tlFix) {
+		return func(f *tlFix) { f.mustAcquire(tlAt(0), "todo_bbb", owner, "kb", 0, scopes...) }
 	}
 	now100 := tlAt(100)
 	type tc struct {
@@ -169,6 +170,19 @@ func TestAcquireAdmission(t *testing.T) {
 				want := []ScopeConflict{{TodoID: "todo_bbb", Owner: "agent-b", Scope: "src/**"}}
 				if !reflect.DeepEqual(e.Details["conflicts"], want) {
 					t.Fatalf("details %v", e.Details)
+				}
+				if e.Message != "write scope overlaps src/** held by agent-b on todo_bbb" {
+					t.Fatalf("message %q", e.Message)
+				}
+			}},
+		{name: "several conflicts: the message names the first and points at the list", setup: otherScope("agent-b", "src/**", "lib/**"),
+			req: AcquireRequest{WriteScopes: []string{"src/a.go", "lib/b.go"}}, code: CodeWriteScopeConflict,
+			check: func(t *testing.T, _ *tlFix, _ *Outcome, e *Error) {
+				if n := len(e.Details["conflicts"].([]ScopeConflict)); n != 2 {
+					t.Fatalf("conflicts %v", e.Details)
+				}
+				if e.Message != "write scope overlaps lib/** held by agent-b on todo_bbb (and more, see conflicts)" {
+					t.Fatalf("message %q", e.Message)
 				}
 			}},
 		{name: "scope overlaps own lease on another todo", setup: otherScope("agent-a", "src/**"), req: AcquireRequest{WriteScopes: []string{"src/x/*.go"}}, code: CodeWriteScopeConflict},
@@ -353,7 +367,12 @@ func TestAcquireReplay(t *testing.T) {
 			f, _ := setup(t)
 			c.after(f)
 			_, err := f.acquire(c.now, req)
-			wantCode(t, err, CodeExecutionNotCurrent)
+			e := wantCode(t, err, CodeExecutionNotCurrent)
+			// the refusal says where the lease is now, so the agent can inspect it
+			cur := f.lease("todo_aaa")
+			if e.Details["current_version"] != cur.Version || e.Details["current_epoch"] != cur.Epoch {
+				t.Fatalf("details %v, lease v%d e%d", e.Details, cur.Version, cur.Epoch)
+			}
 		})
 	}
 }
@@ -391,6 +410,11 @@ func TestScopesOverlap(t *testing.T) {
 		{"src/[a-c]*.go", "src/[x-z]*.go", false},
 		{"src/[a-c]*.go", "src/[c-z]*.go", true},
 		{"src/[!a]*.go", "src/[!b]*.go", true},
+		{"src/[!a].go", "src/!.go", true},  // the ! negates, it is not a member
+		{"src/[a-a].go", "src/a.go", true}, // a one-letter range
+		{"src/[a-a].go", "src/b.go", false},
+		{"src/[x{].go", "src/{.go", true}, // a brace inside a class is a literal
+		{"src/[x{].go", "docs/**", false},
 		{"a?c", "abc", true},
 		{"a?c", "ac", false},
 		{"a/*/c", "b/c", false},
@@ -410,7 +434,7 @@ func TestScopesOverlap(t *testing.T) {
 		}
 	}
 	// Unanalysable patterns are conservatively overlapping.
-	for _, p := range []string{"src/{a,b", "src/[ab", "src/a\\*"} {
+	for _, p := range []string{"src/{a,b", "src/[ab", "src/[", "src/[a-", "src/a\\*"} {
 		if !ScopesOverlap(p, "docs/x.md") {
 			t.Errorf("ScopesOverlap(%q, docs/x.md) = false, want conservative true", p)
 		}
@@ -419,6 +443,22 @@ func TestScopesOverlap(t *testing.T) {
 	big := "{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}"
 	if !ScopesOverlap(big, "zzz") {
 		t.Error("too many alternatives must be conservative")
+	}
+	// The limit is 64 alternatives: 64 are analysed, 65 are not.
+	quad := "{a,b,c,d}"
+	if ScopesOverlap(quad+quad+quad+"/x", "zzz") {
+		t.Error("64 alternatives must still be analysed")
+	}
+	if !ScopesOverlap("{"+quad+quad+quad+",e}/x", "zzz") {
+		t.Error("65 alternatives must be conservative")
+	}
+	// Nested alternatives count once each toward the limit.
+	var alts []string
+	for i := 0; i < 40; i++ {
+		alts = append(alts, fmt.Sprintf("a%d", i))
+	}
+	if nested := "{x,{" + strings.Join(alts, ",") + "}}/f"; ScopesOverlap(nested, "y/f") || !ScopesOverlap(nested, "a39/f") {
+		t.Errorf("%s: 41 nested alternatives must be analysed exactly", nested)
 	}
 }
 
@@ -524,6 +564,23 @@ func TestScopeConflictsScansAllRecords(t *testing.T) {
 	}
 	_, err = f.acquire(tlAt(1), AcquireRequest{Todo: "todo_new", Owner: "agent-a", IdempotencyKey: "ka", TTLSeconds: 60, WriteScopes: []string{"zzz/deep/x.go"}})
 	wantCode(t, err, CodeWriteScopeConflict)
+}
+
+// TestScopeConflictsSortedByTodoThenScope: the conflict list is ordered by
+// todo id, then by scope, whatever the scopes' own order.
+func TestScopeConflictsSortedByTodoThenScope(t *testing.T) {
+	f := newTLFix(t, HandoffSoftClaim, tlAgents, "todo_aaa", "todo_bbb", "todo_ccc")
+	f.mustAcquire(tlAt(0), "todo_bbb", "agent-b", "kb", 0, "z/**", "y/**")
+	f.mustAcquire(tlAt(0), "todo_ccc", "agent-c", "kc", 0, "a/**")
+	got, err := ScopeConflicts(f.view(tlAt(1)), tlGoal, "todo_aaa", []string{"a/x", "y/x", "z/x"}, tlAt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ScopeConflict{{TodoID: "todo_bbb", Owner: "agent-b", Scope: "y/**"}, {TodoID: "todo_bbb", Owner: "agent-b", Scope: "z/**"},
+		{TodoID: "todo_ccc", Owner: "agent-c", Scope: "a/**"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("conflicts %v, want %v", got, want)
+	}
 }
 
 // TestAcquireComposesInOneView: a claim written into the same View before

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,85 @@ func TestRecordCacheStillValidates(t *testing.T) {
 	_, err := v.Todos("g")
 	if e, ok := AsError(err); !ok || e.Code != CodeCorruptRecord || e.Details["path"] != TodoPath("g", "todo_bad") {
 		t.Fatalf("want corrupt_record naming the path, got %v", err)
+	}
+}
+
+// TestRecordCacheWorthSaving: a cache is rewritten once what it learned since
+// loading is at least 1/64 of what it holds, and never when it learned nothing.
+func TestRecordCacheWorthSaving(t *testing.T) {
+	cases := []struct {
+		name                   string
+		cached, leases, missed int // cached todos, cached leases, todos read after loading
+		want                   bool
+	}{
+		{"empty cache, nothing learned", 0, 0, 0, false},
+		{"first scan of a store", 0, 0, 10, true},
+		{"warm cache, nothing learned", 20, 0, 0, false},
+		{"one miss in 64 records", 63, 0, 1, true},
+		{"one miss in 65 records", 64, 0, 1, false},
+		{"two misses in 102 records", 100, 0, 2, true},
+		{"leases count: one miss in 65 records", 0, 64, 1, false},
+		{"leases count: one miss in 64 records", 0, 63, 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files := &hashedFiles{MemFiles: MemFiles{}}
+			put := func(from, to int) {
+				v := NewView(files, "r", tlT0)
+				for i := from; i < to; i++ {
+					v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_n%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
+				}
+				files.Apply(v.Changes())
+			}
+			put(0, c.cached)
+			for i := 0; i < c.leases; i++ {
+				id := fmt.Sprintf("todo_l%03d", i)
+				files.MemFiles[LeasePath("g", id)] = Encode(&Lease{TodoID: id, Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1,
+					Status: LeaseActive, AcquiredAt: tlT0, ExpiresAt: tlAt(60)})
+			}
+			warm := NewRecordCache(nil)
+			v := NewView(files, "r1", tlT0)
+			v.UseCache(warm)
+			if _, err := v.Todos("g"); err != nil {
+				t.Fatal(err)
+			}
+			if ls, err := v.Leases("g"); err != nil || len(ls) != c.leases {
+				t.Fatalf("%d leases, %v", len(ls), err)
+			}
+			put(c.cached, c.cached+c.missed)
+			restored := NewRecordCache(func() []byte { return warm.Encode() })
+			w := NewView(files, "r2", tlT0)
+			w.UseCache(restored)
+			if got, err := w.Todos("g"); err != nil || len(got) != c.cached+c.missed {
+				t.Fatalf("%d todos, %v", len(got), err)
+			}
+			if got := restored.WorthSaving(); got != c.want {
+				t.Fatalf("WorthSaving() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLeaseClone: a lease handed out from the cache is an equal, deep copy
+// (holders included, a nil holder list stays nil), so a decision may change
+// it without changing the cache.
+func TestLeaseClone(t *testing.T) {
+	for _, l := range []*Lease{
+		{TodoID: "todo_abc", Owner: "agent-a", IdempotencyKey: "k", Version: 2, Epoch: 2, Status: LeaseActive, WriteScopes: []string{"src/**"},
+			RenewedAt: tlTime(5), AcquiredAt: tlT0, ExpiresAt: tlAt(60),
+			Holders: []Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "kb", EndedAt: tlTime(1), EndReason: EndTransferred}, {Epoch: 2, Owner: "agent-a", IdempotencyKey: "k"}}},
+		{TodoID: "todo_abc", Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1, Status: LeaseActive, AcquiredAt: tlT0, ExpiresAt: tlAt(60)},
+	} {
+		c := l.Clone()
+		if !reflect.DeepEqual(c, l) {
+			t.Fatalf("clone %+v\nof    %+v", c, l)
+		}
+		if len(c.Holders) > 0 {
+			*c.Holders[0].EndedAt = tlAt(99)
+			c.WriteScopes[0] = "x"
+			if l.Holders[0].EndedAt.Equal(tlAt(99)) || l.WriteScopes[0] != "src/**" {
+				t.Fatal("the clone shares memory with the lease")
+			}
+		}
 	}
 }

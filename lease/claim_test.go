@@ -207,6 +207,9 @@ func TestClaim(t *testing.T) {
 		{name: "ttl", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: 30}, status: StatusApplied, claimBy: "a", expiryIn: 30},
 		{name: "negative ttl", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: -1}, code: CodeInvalidTTL},
 		{name: "ttl too long", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: MaxClaimTTLMinutes + 1}, code: CodeInvalidTTL},
+		{name: "ttl at the limit", req: ClaimRequest{Actor: "a", ClaimTTLMinutes: MaxClaimTTLMinutes}, status: StatusApplied, claimBy: "a", expiryIn: MaxClaimTTLMinutes},
+		{name: "bad scope agent id", req: ClaimRequest{Actor: "orch", ScopeAgent: "A!"}, code: CodeInvalidAgentID},
+		{name: "bad scope agent id on a missing todo", req: ClaimRequest{Actor: "orch", ScopeAgent: "A!", Todo: "todo_missing"}, code: CodeInvalidAgentID},
 		{name: "bad agent id", req: ClaimRequest{Actor: "A!"}, code: CodeInvalidAgentID},
 		{name: "bad todo id", req: ClaimRequest{Actor: "a", Todo: "x"}, code: CodeInvalidTodoID},
 		{name: "missing todo", req: ClaimRequest{Actor: "a", Todo: "todo_missing"}, code: CodeTodoNotFound},
@@ -277,6 +280,14 @@ func TestClaim(t *testing.T) {
 		{name: "ttl-seconds without key", req: ClaimRequest{Actor: "a", LeaseTTLSeconds: 60}, code: CodeInvalidRequest},
 		{name: "key without ttl", req: ClaimRequest{Actor: "a", LeaseKey: "k1"}, code: CodeInvalidTTL},
 		{name: "bad key", req: ClaimRequest{Actor: "a", LeaseKey: "-bad", LeaseTTLSeconds: 60}, code: CodeInvalidIdempotencyKey},
+		// the request's shape is checked before the store is read
+		{name: "bad key on a missing todo", req: ClaimRequest{Actor: "a", Todo: "todo_missing", LeaseKey: "-bad", LeaseTTLSeconds: 60}, code: CodeInvalidIdempotencyKey},
+		{name: "key without ttl on a missing todo", req: ClaimRequest{Actor: "a", Todo: "todo_missing", LeaseKey: "k1"}, code: CodeInvalidTTL},
+		{name: "hard_lease: the claimant re-claiming is not blocked by another's live lease", mode: HandoffHardLease, setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", nil)
+			f.putLease("todo_one", "b", "kb", 1, 1, tcMin(10))
+			f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentUnregistered, RegisteredAt: tcT0, UpdatedAt: tcT0})
+		}, req: ClaimRequest{Actor: "a"}, status: StatusNoChange, claimBy: "a"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

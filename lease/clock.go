@@ -82,8 +82,10 @@ type ClockResetData struct {
 // is the one commit dated before its parent: the operation table marks it
 // Rewinds), and brings every expiry that lies further ahead than its own
 // TTL back to now + TTL: a lease renewed "next year" for 10 minutes now
-// lasts 10 minutes, its version, epoch and proof unchanged; a claim
-// likewise. A head within the bound has nothing to reset (invalid_request).
+// lasts 10 minutes, as if renewed now (renewed_at), its version, epoch and
+// proof unchanged; a claim likewise. Boards are not redrawn by it (it
+// spans goals): `todo project-markdown` redraws one, and verify lists the
+// pending ones. A head within the bound has nothing to reset (invalid_request).
 func ClockReset(v *View, req ClockResetRequest, now time.Time) (*Outcome, error) {
 	if err := CheckAgentID("agent id", req.Actor); err != nil {
 		return nil, err
@@ -117,7 +119,9 @@ func ClockReset(v *View, req ClockResetRequest, now time.Time) (*Outcome, error)
 			}
 			ttl := l.ExpiresAt.Sub(start)
 			if l.Status == LeaseActive && l.ExpiresAt.After(now.Add(ttl)) {
-				l.ExpiresAt = now.Add(ttl)
+				// As if renewed now for the same TTL (version and proof
+				// unchanged), so its TTL reads the same.
+				l.ExpiresAt, l.RenewedAt = now.Add(ttl), timePtr(now)
 				v.PutLease(g.ID, l)
 				d.Leases = append(d.Leases, g.ID+"/"+l.TodoID)
 			}

@@ -39,7 +39,7 @@ func TestCheckClock(t *testing.T) {
 				t.Errorf("clock_skew is not transient")
 			}
 		}
-		if got := SkewOf(c, tc.head, tc.skew); (got != nil) != tc.bad {
+		if got := SkewOf(c, tc.head, tc.skew); (got != nil) != tc.bad || got != nil && got.MaxClockSkewSeconds != int64(tc.skew/time.Second) {
 			t.Errorf("%s: SkewOf = %+v", tc.name, got)
 		}
 	}
@@ -80,7 +80,7 @@ func TestClockReset(t *testing.T) {
 		t.Fatalf("reset = %+v %+v", o, d)
 	}
 	l, _ := v.Lease("g", "todo_fut")
-	if !l.ExpiresAt.Equal(now.Add(10*time.Minute)) || l.Version != 2 || l.Epoch != 1 || l.IdempotencyKey != "k" {
+	if !l.ExpiresAt.Equal(now.Add(10*time.Minute)) || !l.RenewedAt.Equal(now) || l.Version != 2 || l.Epoch != 1 || l.IdempotencyKey != "k" {
 		t.Errorf("clamped lease %+v", l)
 	}
 	tn, _ := v.Lease("g", "todo_now")

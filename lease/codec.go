@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,12 +26,54 @@ func Encode(r record) []byte {
 		panic(fmt.Sprintf("lease: encode %T: %v", r, err)) // only plain structs are encoded
 	}
 	_ = enc.Close()
-	return buf.Bytes()
+	b := buf.Bytes()
+	if len(b) > MaxRecordSize {
+		noteOwnOversize(b)
+	}
+	return b
 }
 
-// Decode strictly decodes one YAML document into r and validates it: unknown
-// fields, wrong types, trailing documents and invalid values are errors.
+// ownOversize holds the records over MaxRecordSize that this process
+// encoded itself (a decision about to write one): a decision that reads
+// back its own write decodes it, and CheckRecordSizes then refuses the
+// decision with invalid_request, instead of the read calling loopx's own
+// write corrupt. Keyed by the first byte's address (Go's heap does not
+// move); empty unless a decision went over the limit.
+var ownOversize struct {
+	sync.Mutex
+	m map[*byte]bool
+}
+
+func noteOwnOversize(b []byte) {
+	ownOversize.Lock()
+	defer ownOversize.Unlock()
+	if ownOversize.m == nil {
+		ownOversize.m = map[*byte]bool{}
+	}
+	ownOversize.m[&b[0]] = true
+}
+
+func isOwnOversize(b []byte) bool {
+	ownOversize.Lock()
+	defer ownOversize.Unlock()
+	return ownOversize.m[&b[0]]
+}
+
+// MaxRecordSize is the largest record loopx reads: 1 MiB. Records loopx
+// writes stay far below it (a lease keeps a bounded list of holders, a
+// todo's text and notes are bounded), so a bigger one was not written by
+// loopx; decoding it anyway would cost every command that reads it time
+// and memory in proportion (a 40 MB lease made each command take up to
+// 0.8 s and 280 MB), so it is refused as corrupt before any decoding.
+const MaxRecordSize = 1 << 20
+
+// Decode strictly decodes one YAML document into r and validates it: a
+// record over MaxRecordSize, unknown fields, wrong types, trailing
+// documents and invalid values are errors.
 func Decode(data []byte, r record) error {
+	if len(data) > MaxRecordSize && !isOwnOversize(data) {
+		return fmt.Errorf("record is %d bytes, over the %d-byte (1 MiB) limit", len(data), MaxRecordSize)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(r); err != nil {
@@ -50,6 +94,20 @@ func Decode(data []byte, r record) error {
 func DecodeAt(path string, data []byte, r record) error {
 	if err := Decode(data, r); err != nil {
 		return Corrupt(path, err)
+	}
+	return nil
+}
+
+// CheckRecordSizes refuses a decision whose writes include a record over
+// MaxRecordSize (invalid_request, naming the path): loopx never writes a
+// record it would then refuse to read. Only YAML records are limited (the
+// board, a rendering, is not a record).
+func CheckRecordSizes(changes []Change) error {
+	for _, c := range changes {
+		if len(c.Data) > MaxRecordSize && strings.HasSuffix(c.Path, ".yaml") {
+			return Errorf(CodeInvalidRequest, "the record %s would be %d bytes, over the %d-byte (1 MiB) limit of a record: shorten the text, notes or evidence", c.Path, len(c.Data), MaxRecordSize).
+				With("path", c.Path)
+		}
 	}
 	return nil
 }

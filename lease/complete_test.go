@@ -32,6 +32,7 @@ func TestComplete(t *testing.T) {
 		{name: "bad todo id", req: CompleteRequest{Actor: "a"}, code: CodeInvalidTodoID},
 		{name: "bad goal id", req: CompleteRequest{Actor: "a"}, code: CodeInvalidGoalID},
 		{name: "unregistered", req: CompleteRequest{Actor: "zed"}, code: CodeAgentNotRegistered},
+		{name: "malformed proof is refused before the lease is read", req: CompleteRequest{Actor: "a", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: -1}}, code: CodeInvalidRequest},
 		{name: "claimed by another", setup: func(f *tcFix) { f.claimTodo("todo_one", "a", nil) }, req: CompleteRequest{Actor: "b"},
 			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
 		{name: "claim owner", setup: func(f *tcFix) { f.claimTodo("todo_one", "a", nil) }, req: CompleteRequest{Actor: "a"}, status: StatusApplied,

@@ -169,4 +169,10 @@ func TestEndExecution(t *testing.T) {
 		l.Holders[1].EndReason != "completed" || !l.Holders[1].EndedAt.Equal(tlAt(9)) || l.Holders[0].EndReason != EndTransferred {
 		t.Fatalf("lease %+v", l)
 	}
+	// A lease without holder history (an older record) is released all the same.
+	bare := &Lease{Status: LeaseActive, Version: 1, Epoch: 1}
+	EndExecution(bare, tlAt(9), "completed")
+	if bare.Status != LeaseReleased || !bare.ReleasedAt.Equal(tlAt(9)) || len(bare.Holders) != 0 {
+		t.Fatalf("lease %+v", bare)
+	}
 }

@@ -29,6 +29,9 @@ type InitRequest struct {
 	// MaxClockSkewSeconds sets the store's clock-skew bound (0: keep it,
 	// or the default on a new store).
 	MaxClockSkewSeconds int64 `json:"max_clock_skew_seconds,omitempty" desc:"how far the head may be dated ahead of a deciding machine's clock (default 30)"`
+	// RequireSignatures turns on signed state commits (false: keep the
+	// store's setting; it cannot be turned off).
+	RequireSignatures bool `json:"require_signatures,omitempty" desc:"every later state commit must be signed by its acting agent's registered key (cannot be turned off)"`
 }
 
 // GoalData is the result of goal commands.
@@ -150,16 +153,19 @@ func Init(v *View, req InitRequest, now time.Time) (*Outcome, error) {
 		if m.FormatVersion > FormatVersion {
 			return nil, Errorf(CodeStoreFormatUnsupported, "store format %d is newer than this loopx understands (%d)", m.FormatVersion, FormatVersion)
 		}
-		if req.MaxClockSkewSeconds == 0 || req.MaxClockSkewSeconds == m.MaxClockSkewSeconds {
+		up := *m
+		if req.MaxClockSkewSeconds != 0 {
+			up.MaxClockSkewSeconds = req.MaxClockSkewSeconds
+		}
+		up.RequireSignatures = m.RequireSignatures || req.RequireSignatures
+		if up == *m {
 			return o, nil
 		}
-		up := *m
-		up.MaxClockSkewSeconds = req.MaxClockSkewSeconds
 		v.PutMeta(&up)
 		o.Status, o.Write = StatusApplied, true
 		return o, nil
 	}
-	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now, MaxClockSkewSeconds: req.MaxClockSkewSeconds})
+	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now, MaxClockSkewSeconds: req.MaxClockSkewSeconds, RequireSignatures: req.RequireSignatures})
 	o.Status, o.Write = StatusApplied, true
 	return o, nil
 }

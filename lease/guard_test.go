@@ -248,6 +248,8 @@ func TestCommitAgentTrailer(t *testing.T) {
 		code      Code
 	}{
 		{"none", "fix the lexer\n", "", false, ""},
+		{"empty message (--allow-empty-message)", "", "", false, ""},
+		{"blank message", "\n\n", "", false, ""},
 		{"subject only is never a trailer", "Loopx-Agent: agent-a\n", "", false, ""},
 		{"last paragraph", "fix\n\nbody text\n\nLoopx-Agent: agent-a\n", "agent-a", true, ""},
 		{"among other trailers", "fix\n\nSigned-off-by: A <a@x>\nLoopx-Agent: agent-b\nCo-authored-by: C <c@x>\n", "agent-b", true, ""},

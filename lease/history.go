@@ -92,12 +92,7 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 	var fields map[string]any
 	_ = decodeOne([]byte(rc.Request), &fields)
 	str := func(name string) string { s, _ := fields[name].(string); return s }
-	actor := ""
-	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
-		if actor = str(f); actor != "" {
-			break
-		}
-	}
+	actor := requestActor(fields)
 	for _, c := range []struct{ trailer, field, want string }{
 		{TrailerActor, "actor", actor},
 		{TrailerGoal, "goal", str("goal_id")},
@@ -109,6 +104,30 @@ func ParseCommit(msg string) (RecordedCommit, error) {
 		}
 	}
 	return rc, nil
+}
+
+// requestActor is the acting agent of a request's decoded fields:
+// by_agent_id (an agent operation done by another agent), agent_id or owner.
+func requestActor(fields map[string]any) string {
+	for _, f := range []string{"by_agent_id", "agent_id", "owner"} {
+		if a, _ := fields[f].(string); a != "" {
+			return a
+		}
+	}
+	return ""
+}
+
+// actor is the acting agent the call's request names (requestActor).
+func (c Call) actor() string {
+	raw, err := c.Encode()
+	if err != nil {
+		return ""
+	}
+	var fields map[string]any
+	if decodeOne(raw, &fields) != nil {
+		return ""
+	}
+	return requestActor(fields)
 }
 
 // trailerLast returns the value of the last "key: value" line of msg.

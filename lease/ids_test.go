@@ -146,3 +146,31 @@ func FuzzIDValidators(f *testing.F) {
 		}
 	})
 }
+
+// TestValidScope: a write scope is a relative doublestar glob of at most 256
+// bytes, without empty, "." or ".." components, backslashes or NULs.
+func TestValidScope(t *testing.T) {
+	long := strings.Repeat("a/", 127) + "bc" // 256 bytes
+	cases := []struct {
+		scope string
+		ok    bool
+	}{
+		{"src/**", true},
+		{"docs/*.md", true},
+		{long, true},
+		{long + "d", false},
+		{"", false},
+		{"/etc/**", false},
+		{"src/../x", false},
+		{"./src", false},
+		{"src//x", false},
+		{"src\\x", false},
+		{"src\x00", false},
+		{"src/[a", false},
+	}
+	for _, c := range cases {
+		if got := ValidScope(c.scope); got != c.ok {
+			t.Errorf("ValidScope(%q) = %v, want %v", c.scope, got, c.ok)
+		}
+	}
+}

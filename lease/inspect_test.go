@@ -2,6 +2,8 @@ package lease
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,6 +73,15 @@ func TestViewLease(t *testing.T) {
 		if !strings.Contains(string(raw), k) {
 			t.Errorf("json %s lacks %s", raw, k)
 		}
+	}
+	// Holders are shown as recorded.
+	if lv, _ := ViewLease(v, tlGoal, l, tlAt(10)); len(l.Holders) == 0 || !reflect.DeepEqual(lv.Lease.Holders, l.Holders) {
+		t.Fatalf("holders %+v, want %+v", lv.Lease.Holders, l.Holders)
+	}
+	// Scopes are shown as held.
+	l.WriteScopes = []string{"src/**"}
+	if lv, err := ViewLease(v, tlGoal, l, tlAt(10)); err != nil || !slices.Equal(lv.Lease.WriteScopes, []string{"src/**"}) {
+		t.Fatalf("view %+v %v", lv, err)
 	}
 	// The view is a copy: changing it does not change the caller's lease.
 	lv.Lease.Owner = "x"

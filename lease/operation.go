@@ -45,6 +45,7 @@ const (
 	OpGoalUnarchive   = "goal.unarchive"
 	OpAgentRegister   = "agent.register"
 	OpAgentUnregister = "agent.unregister"
+	OpAgentRotateKey  = "agent.rotate-key"
 	OpTodoAdd         = "todo.add"
 	OpTodoReady       = "todo.ready"
 	OpTodoClaim       = "todo.claim"
@@ -134,6 +135,7 @@ var operations = []*Operation{
 	def(OpGoalUnarchive, "loopx.goal.unarchive/v1", "Unarchive an archived goal (named explicitly).", UnarchiveGoal, nil),
 	def(OpAgentRegister, "loopx.agent.register/v1", "Register an agent in a goal.", RegisterAgent, resolveRegister),
 	def(OpAgentUnregister, "loopx.agent.unregister/v1", "Unregister an agent; its leases stop being effective.", UnregisterAgent, resolveUnregister),
+	def(OpAgentRotateKey, "loopx.agent.rotate-key/v1", "Replace (or give) an agent's signing key: by the agent itself (signed with its old key) or by an orchestrator with reassign authority.", RotateKey, resolveRotateKey),
 	def(OpTodoAdd, "loopx.todo.add/v1", "Add a todo to a goal.", AddTodo, resolveAdd),
 	def(OpTodoReady, "loopx.todo.ready-claim/v1", "Claim the first todo the agent may take now (optionally acquiring its lease), atomically.", ReadyClaim, resolveReadyClaim),
 	def(OpTodoClaim, "loopx.todo.claim/v1", "Claim a todo (optionally acquiring its task lease in the same commit).", Claim, resolveClaim),

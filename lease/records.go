@@ -52,6 +52,9 @@ type StoreMeta struct {
 	// MaxClockSkewSeconds bounds how far the head may be dated ahead of a
 	// deciding machine's clock (0: DefaultMaxClockSkewSeconds; clock.go).
 	MaxClockSkewSeconds int64 `yaml:"max_clock_skew_seconds,omitempty" json:"max_clock_skew_seconds,omitempty"`
+	// RequireSignatures makes every later state commit need the acting
+	// agent's signature (signature.go). Once on, it stays on.
+	RequireSignatures bool `yaml:"require_signatures,omitempty" json:"require_signatures,omitempty"`
 }
 
 // Goal is a unit of coordinated work.

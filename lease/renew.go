@@ -9,8 +9,10 @@ package lease
 // todo not archived and open → owner registered, not excluded, bound agent,
 // claim (an owner whose claim moved away holds no effective lease, so it
 // cannot renew: claim_conflict) → generation exhaustion. Renewal does not
-// re-check write scopes (it starts no new execution) and does not change the
-// board.
+// re-check write scopes (it starts no new execution). The board shows an
+// active lease's TTL (ExecutionTTL) but not its expiry, so a renewal changes
+// the board (BoardChanged) only when it asks for another TTL than the
+// execution has.
 
 import "time"
 
@@ -64,6 +66,7 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 		return nil, generationExhausted(req.Todo)
 	}
 
+	ttlChanged := ExecutionTTL(l) != time.Duration(req.TTLSeconds)*time.Second
 	at := now
 	l.Version++
 	l.RenewedAt = &at
@@ -73,7 +76,18 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	r := writeReceipt(v, &Receipt{ID: id, Operation: OpLeaseRenew, GoalID: req.Goal, TodoID: req.Todo,
 		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: &exp,
 		RequestDigest: digest, Status: StatusApplied}, l, now)
-	return appliedOutcome(v, r, l, false, now)
+	return appliedOutcome(v, r, l, ttlChanged, now)
+}
+
+// ExecutionTTL is the time to live of l's current execution as last granted:
+// expires_at minus the later of acquired_at and renewed_at. A renewal for as
+// many seconds keeps it; the board shows it beside the execution's start.
+func ExecutionTTL(l *Lease) time.Duration {
+	start := l.AcquiredAt
+	if l.RenewedAt != nil && l.RenewedAt.After(start) {
+		start = *l.RenewedAt
+	}
+	return l.ExpiresAt.Sub(start)
 }
 
 // checkProofRequest validates the identifiers every proof-bearing request

@@ -81,8 +81,8 @@ func TestRenewAdmission(t *testing.T) {
 			if !reflect.DeepEqual(l, want) {
 				t.Fatalf("lease\n%+v\nwant\n%+v", l, want)
 			}
-			if o.Version != 2 || o.Epoch != 1 || o.BoardChanged {
-				t.Fatalf("outcome %+v", o)
+			if o.Version != 2 || o.Epoch != 1 || !o.BoardChanged {
+				t.Fatalf("outcome %+v (a renewal for another TTL changes the board)", o)
 			}
 		}},
 		{name: "renewal shortens the expiry", req: RenewRequest{TTLSeconds: 1}, check: func(t *testing.T, f *tlFix, _ *Outcome, _ *Error) {
@@ -129,7 +129,8 @@ func TestRenewAdmission(t *testing.T) {
 				if !reflect.DeepEqual(before, f.lease("todo_aaa")) {
 					t.Fatal("refused renew changed the lease")
 				}
-			} else if o.Operation != OpLeaseRenew || o.Status != StatusApplied || !o.Write || o.BoardChanged || o.Actor != req.Owner {
+			} else if o.Operation != OpLeaseRenew || o.Status != StatusApplied || !o.Write || o.Actor != req.Owner ||
+				o.BoardChanged != (time.Duration(req.TTLSeconds)*time.Second != ExecutionTTL(before)) {
 				t.Fatalf("outcome %+v", o)
 			}
 			if c.check != nil {

@@ -172,6 +172,10 @@ func TestReadyClaimReturnsTheHeldLease(t *testing.T) {
 			if f.todo("todo_one").ClaimedBy != "" {
 				t.Fatal("a second todo was claimed")
 			}
+			// Asked with a lease key, the answer shows the held lease; without one, no lease.
+			if key == "" && res.Lease != nil || key != "" && (res.Lease == nil || res.Lease.IdempotencyKey != "exec-a" || !res.Lease.Effective) {
+				t.Fatalf("result lease %+v", res.Lease)
+			}
 			if l := f.lease("todo_two"); l.IdempotencyKey != "exec-a" || l.Epoch != 1 {
 				t.Fatalf("the held execution was replaced: %+v", l)
 			}

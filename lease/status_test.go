@@ -2,6 +2,8 @@ package lease
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +226,36 @@ func TestNextExpiry(t *testing.T) {
 		if (got == nil) != (c.want == nil) || (got != nil && !got.Equal(*c.want)) {
 			t.Errorf("%s: NextExpiry = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSortHoldings: soonest expiry first, holdings without an expiry last,
+// ties by todo id, then kind.
+func TestSortHoldings(t *testing.T) {
+	at := func(s int) *time.Time { x := tlAt(s); return &x }
+	h := func(todo, kind string, exp *time.Time) Holding {
+		return Holding{TodoID: todo, Kind: kind, ExpiresAt: exp}
+	}
+	cases := []struct {
+		name     string
+		in, want []Holding
+	}{
+		{"no expiry goes last", []Holding{h("todo_a", "claim", nil), h("todo_b", "lease", at(5))},
+			[]Holding{h("todo_b", "lease", at(5)), h("todo_a", "claim", nil)}},
+		{"soonest expiry first", []Holding{h("todo_a", "lease", at(9)), h("todo_b", "lease", at(5))},
+			[]Holding{h("todo_b", "lease", at(5)), h("todo_a", "lease", at(9))}},
+		{"same expiry: by todo, then kind", []Holding{h("todo_b", "claim", at(5)), h("todo_a", "lease", at(5)), h("todo_a", "claim", at(5))},
+			[]Holding{h("todo_a", "claim", at(5)), h("todo_a", "lease", at(5)), h("todo_b", "claim", at(5))}},
+		{"no expiry: by todo", []Holding{h("todo_b", "claim", nil), h("todo_a", "claim", nil)},
+			[]Holding{h("todo_a", "claim", nil), h("todo_b", "claim", nil)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := slices.Clone(c.in)
+			SortHoldings(got)
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("SortHoldings = %+v, want %+v", got, c.want)
+			}
+		})
 	}
 }

@@ -151,14 +151,14 @@ func TestTransferAdmission(t *testing.T) {
 		{name: "transfer claim in a soft_claim goal", mode: HandoffSoftClaim, setup: claimBy("agent-a", "", 0), req: TransferRequest{TransferClaim: true}, code: CodeInvalidRequest},
 		{name: "transfer claim of an unclaimed todo", mode: HandoffHardLease, req: TransferRequest{TransferClaim: true}, code: CodeNotClaimOwner,
 			check: func(t *testing.T, _ *tlFix, _ *Outcome, e *Error) {
-				if v, ok := e.Details["claimed_by"]; !ok || v != "" {
-					t.Fatalf("details %v", e.Details)
+				if v, ok := e.Details["claimed_by"]; !ok || v != "" || !strings.Contains(e.Message, "is not claimed") {
+					t.Fatalf("details %v, message %q", e.Details, e.Message)
 				}
 			}},
 		{name: "transfer claim held by someone else", mode: HandoffHardLease, setup: claimBy("agent-c", "", 0), req: TransferRequest{TransferClaim: true}, code: CodeNotClaimOwner,
 			check: func(t *testing.T, _ *tlFix, _ *Outcome, e *Error) {
-				if e.Details["claimed_by"] != "agent-c" {
-					t.Fatalf("details %v", e.Details)
+				if e.Details["claimed_by"] != "agent-c" || !strings.Contains(e.Message, "is claimed by agent-c") {
+					t.Fatalf("details %v, message %q", e.Details, e.Message)
 				}
 			}},
 		{name: "transfer claim after the claim expired", mode: HandoffHardLease, setup: claimBy("agent-a", "", 1), req: TransferRequest{TransferClaim: true}, code: CodeNotClaimOwner},

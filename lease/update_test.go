@@ -33,8 +33,13 @@ func TestUpdate(t *testing.T) {
 		{name: "bad priority", req: UpdateRequest{Actor: "a", Priority: "P9"}, code: CodeInvalidRequest},
 		{name: "clear and set claim", req: UpdateRequest{Actor: "a", ClearClaim: true, ClaimedBy: "a"}, code: CodeInvalidRequest},
 		{name: "bad excluded agent", req: UpdateRequest{Actor: "a", ExcludeAgents: []string{"B"}}, code: CodeInvalidAgentID},
+		{name: "bad claimed-by id", req: UpdateRequest{Actor: "a", ClaimedBy: "Agent B"}, code: CodeInvalidAgentID},
 		{name: "bad proof key", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: ""}}, code: CodeInvalidIdempotencyKey},
 		{name: "negative proof version", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: -1}}, code: CodeInvalidRequest},
+		{name: "proof version above the generation limit", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: MaxGeneration + 1}}, code: CodeInvalidRequest},
+		// versions 0 and MaxGeneration are well-formed: the proof is then checked against the (missing) lease, not refused as malformed
+		{name: "proof version 0 is well-formed", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: 0}}, code: CodeLeaseProofMismatch},
+		{name: "proof version at the generation limit is well-formed", req: UpdateRequest{Actor: "a", Note: "n", Proof: &Proof{IdempotencyKey: "k", ExpectedVersion: MaxGeneration}}, code: CodeVersionMismatch},
 		{name: "unregistered", req: UpdateRequest{Actor: "zed", Note: "n"}, code: CodeAgentNotRegistered},
 		{name: "done todo", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.Status = TodoDone }) },
 			req: UpdateRequest{Actor: "a", Note: "n"}, code: CodeTodoNotOpen},
@@ -57,6 +62,14 @@ func TestUpdate(t *testing.T) {
 			status: StatusApplied, changes: []string{"text"}},
 		{name: "claimed by another", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Text: tcStr("x")},
 			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "priority by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Priority: "P0"},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "note by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", Note: "n"},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "exclusion by another on a claimed todo", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ExcludeAgents: []string{"c"}},
+			code: CodeNotClaimOwner, detail: [2]string{"claimed_by", "a"}},
+		{name: "self-claim through update by an excluded agent", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.ExcludedAgents = []string{"b"} }) },
+			req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, code: CodeAgentExcluded},
 		{name: "excluded agent", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.ExcludedAgents = []string{"b"} }) },
 			req: UpdateRequest{Actor: "b", Note: "n"}, code: CodeAgentExcluded},
 		{name: "bound to another", setup: func(f *tcFix) { f.editTodo("todo_one", func(t *Todo) { t.BoundAgent = "a" }) },
@@ -75,6 +88,13 @@ func TestUpdate(t *testing.T) {
 		{name: "orchestrator without its reason", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch-r", ClearClaim: true}, code: CodeAuthorityRequired},
 		{name: "orchestrator with its reason", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch-r", ClearClaim: true, AuthorityReason: "a crashed"},
 			status: StatusApplied, changes: []string{"claim"}},
+		{name: "only the bound agent clears an expired claim", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", func(t *Todo) { t.BoundAgent, t.ClaimTTLMinutes, t.ClaimExpiresAt = "a", 5, timePtr(tcMin(-1)) })
+		}, req: UpdateRequest{Actor: "b", ClearClaim: true}, code: CodeBoundAgentMismatch},
+		{name: "reassign authority alone assigns the bound agent", setup: func(f *tcFix) {
+			f.setAgent(&Agent{ID: "orch-x", Role: RoleOrchestrator, LifecycleAuthority: []string{ActionReassign}, Status: AgentRegistered, RegisteredAt: tcT0, UpdatedAt: tcT0})
+			f.editTodo("todo_one", func(t *Todo) { t.BoundAgent = "c" })
+		}, req: UpdateRequest{Actor: "orch-x", ClaimedBy: "c"}, status: StatusApplied, changes: []string{"claim"}},
 		{name: "anyone clears an expired claim", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 5, timePtr(tcMin(-1)) })
 		}, req: UpdateRequest{Actor: "b", ClearClaim: true}, status: StatusApplied, changes: []string{"claim"},
@@ -117,6 +137,9 @@ func TestUpdate(t *testing.T) {
 		{name: "exclude the claim owner", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}}, code: CodeInvalidRequest},
 		{name: "exclude the claim owner and clear", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}, ClearClaim: true},
 			status: StatusApplied, changes: []string{"claim", "excluded_agents"}},
+		{name: "exclude the claim's scope agent", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"a"}}, code: CodeInvalidRequest},
 		{name: "exclude the new claimant", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ExcludeAgents: []string{"b"}, ClaimedBy: "b"}, code: CodeInvalidRequest},
 		{name: "exclude the owner of an expired claim", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimExpiresAt = timePtr(tcMin(-1)) })

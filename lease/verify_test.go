@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,31 @@ func TestVerifyReportsEveryProblem(t *testing.T) {
 		if problems[i-1].Path > problems[i].Path {
 			t.Fatalf("problems are not sorted by path: %+v", problems)
 		}
+	}
+}
+
+// TestVerifyKeepsTheOrderOfARecordsProblems: problems of one record stay in
+// the order they were found (here, its dependencies' order).
+func TestVerifyKeepsTheOrderOfARecordsProblems(t *testing.T) {
+	files := MemFiles{}
+	v := NewView(files, "", tlT0)
+	v.PutMeta(&StoreMeta{FormatVersion: 1, CreatedAt: tlT0})
+	v.PutGoal(&Goal{ID: "g", Title: "g", Status: GoalActive, HandoffMode: HandoffSoftClaim, CreatedAt: tlT0, UpdatedAt: tlT0})
+	v.PutTodo("g", &Todo{ID: "todo_dep", Text: "x", Status: TodoOpen, Priority: "P2", DependsOn: []string{"todo_gone_b", "todo_gone_a", "todo_gone_c"}})
+	files.Apply(v.Changes())
+	problems, err := Verify(NewView(files, "r", tlT0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, p := range problems {
+		for _, d := range []string{"todo_gone_a", "todo_gone_b", "todo_gone_c"} {
+			if strings.Contains(p.Message, d) {
+				order = append(order, d)
+			}
+		}
+	}
+	if strings.Join(order, " ") != "todo_gone_b todo_gone_a todo_gone_c" {
+		t.Fatalf("problems %+v", problems)
 	}
 }

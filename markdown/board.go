@@ -1,14 +1,23 @@
 // Package markdown renders a goal's board: the human-readable projection
 // (goals/<goal>/TODO.md) of the goal's todo and lease records.
 //
-// Render is pure and deterministic: no I/O, no clock, no map iteration. The
-// same records always give the same bytes, whatever the order of the input
-// slices. The board deliberately leaves out everything a lease renewal
-// changes (version, renewed_at, expires_at), so a renewal never changes the
-// board and needs no projection commit. It shows the recorded facts as they
-// are: without a clock it cannot judge whether a claim or a lease has
-// expired, so it shows the recorded claim expiry and the recorded lease
-// status instead, and marks a note stale against the recorded facts.
+// Render is pure and deterministic: no I/O, no map iteration, and no clock
+// of its own. A board is rendered at a render time (Board.Now: the decision
+// time of the commit that delivers it), and its bytes are a function of the
+// records and that time alone, whatever the order of the input slices. At
+// the render time a claim whose claim_expires_at is at or before it is
+// shown as no claim at all (as `todo show` shows it), and a note is marked
+// stale by lease.NoteStale's rule at that time. The board still never shows
+// a value that ticks: not the lease version, renewed_at or expires_at, and
+// not the render time itself. An active lease shows its start and its TTL
+// (expires_at minus the later of acquired_at and renewed_at), which a
+// renewal of the same length keeps, so such a renewal changes no byte and
+// needs no projection commit. A lease's status is shown as recorded: the
+// reader tells a live lease from a long-expired one by its start and TTL.
+//
+// Renderers are versioned, as decisions are: a board commit is checked
+// against the renderer that drew it, so a board an older loopx drew keeps
+// verifying (RendererUntimed: before boards had a render time).
 //
 // Every string taken from a record is treated as hostile: it is flattened to
 // one line, stripped of control and bidirectional-override characters,
@@ -34,6 +43,32 @@ type Board struct {
 	Goal   *lease.Goal
 	Todos  []*lease.Todo  // any order; Render sorts
 	Leases []*lease.Lease // lease records of the goal's todos, any order; may be empty
+	// Now is the render time: claims (and, for note staleness, leases)
+	// whose expiry is at or before it have expired. The zero time is
+	// before every expiry: nothing has expired.
+	Now time.Time
+	// Renderer is the renderer version to draw with (0: RendererTimed).
+	Renderer int
+}
+
+// Renderer versions.
+const (
+	// RendererUntimed is the board of loopx before boards had a render
+	// time: Now is ignored, a recorded claim always shows (and counts for
+	// placement and note facts), a lease counts for note facts while it is
+	// recorded active, and no TTL is shown. Kept to verify history.
+	RendererUntimed = 1
+	// RendererTimed is the board drawn at Board.Now, with lease TTLs: what
+	// loopx delivers.
+	RendererTimed = 2
+)
+
+// renderer normalizes a Board.Renderer.
+func renderer(v int) int {
+	if v == RendererUntimed {
+		return RendererUntimed
+	}
+	return RendererTimed
 }
 
 // Limits of what the board shows.
@@ -77,18 +112,19 @@ var sectionOrder = []string{secReady, secInProgress, secBlocked, secDone, secSup
 //
 // Sections, in order (each todo appears in exactly one):
 //   - Ready: open, not archived, unclaimed, no active lease, every dependency done.
-//   - In progress: open, not archived, and claimed (claimed_by recorded) or
-//     with a lease recorded as active.
+//   - In progress: open, not archived, and claimed (a claim recorded and
+//     not expired at b.Now) or with a lease recorded as active.
 //   - Blocked: open, not archived, unclaimed, no active lease, and some
 //     dependency not done (open, superseded or missing; each is listed).
 //   - Done, Superseded: by status (archived ones are marked archived).
 //   - Archived: open todos that are archived (they take no new work).
 //
 // Within a section todos are sorted by priority (P0 first), then todo id.
-// Each todo shows its claim (owner, scope agent, claimed and claim-expiry
-// times), its lease (holder, epoch, active or released), dependencies with
-// their status, scopes, binding, exclusions, evidence and closure, reason,
-// and its notes in record order. Then comes the lease timeline: a Mermaid gantt chart of every lease
+// Each todo shows its claim unless it expired by b.Now (owner, scope agent,
+// claimed and claim-expiry times), its lease (holder, epoch, active since
+// its start with its TTL, or released), dependencies with their status,
+// scopes, binding, exclusions, evidence and closure, reason, and its notes
+// in record order (stale ones marked, as of b.Now). Then comes the lease timeline: a Mermaid gantt chart of every lease
 // holder (epoch) per todo, omitted when no todo has a lease holder.
 func Render(b Board) []byte {
 	out, _ := RenderModel(b)
@@ -122,6 +158,7 @@ func RenderModel(b Board) ([]byte, *Model) {
 		}
 	}
 	m := NewModel()
+	m.renderer = renderer(b.Renderer)
 	m.SetGoal(b.Goal)
 	for _, l := range b.Leases {
 		if l != nil && recs.leases[l.TodoID] == l {
@@ -139,7 +176,7 @@ func RenderModel(b Board) ([]byte, *Model) {
 		}
 	}
 	slices.SortFunc(m.order, orderCmp)
-	out, err := m.Render(recs)
+	out, err := m.Render(recs, b.Now)
 	if err != nil {
 		panic(err) // cannot happen: recs holds every record the model has
 	}
@@ -239,12 +276,16 @@ func (m *Model) header(w *writer, counts map[string]int) {
 	if lease.ValidGoalID(g.id) {
 		regen += " --goal-id " + g.id
 	}
-	w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
+	if m.renderer == RendererUntimed {
+		w.line("_Generated from the loopx records of this goal; edits here are overwritten. Regenerate with `" + regen + "`._")
+		return
+	}
+	w.line("_Generated from the loopx records of this goal as of its commit's time (claims expired by then are not shown); edits here are overwritten. Regenerate with `" + regen + "`._")
 }
 
 // section writes one section: its count, the first MaxSectionTodos of its
 // todos (shown, in board order) and a line for the rest.
-func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs Records) error {
+func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs Records, now time.Time) error {
 	w.blank()
 	w.line(fmt.Sprintf("## %s (%s)", name, capped(n, MaxSectionTodos)))
 	w.blank()
@@ -253,7 +294,7 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 		return nil
 	}
 	for _, e := range shown {
-		t, err := m.todoText(e, recs)
+		t, err := m.todoText(e, recs, now)
 		if err != nil {
 			return err
 		}
@@ -269,10 +310,36 @@ func (m *Model) section(w *writer, name string, n int, shown []*todoEntry, recs 
 	return nil
 }
 
-// todo writes one todo as a bullet with indented detail bullets: how it
-// closed (closed todos), its claim, lease, dependencies, scopes, binding,
-// exclusions, then its notes.
-func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
+// live is how a todo's claim and lease count at the render time: claim,
+// whether its claim is shown and is a note's claimed_by (RendererTimed:
+// lease.ClaimEffective at Board.Now); lease, whether its lease's owner and
+// epoch are a note's facts (RendererTimed: the lease is active and
+// unexpired then, as lease.CurrentNoteFacts has it). Model.liveAt computes
+// it from what the model keeps of the records; it is all a todo's text
+// depends on the render time through, so the model keys the texts it
+// keeps by it. TestNoteStalenessMatchesLease and TestExpiredClaimPlacement
+// hold it to the lease package's rules.
+type live struct{ claim, lease bool }
+
+// noteFacts are the facts a note must record to be fresh: for
+// RendererTimed exactly lease.CurrentNoteFacts(t, l, now)
+// (TestNoteStalenessMatchesLease).
+func noteFacts(t *lease.Todo, l *lease.Lease, lv live) lease.NoteFacts {
+	var f lease.NoteFacts
+	if lv.claim {
+		f.ClaimedBy = t.ClaimedBy
+	}
+	if lv.lease {
+		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
+	}
+	return f
+}
+
+// writeTodo writes one todo as a bullet with indented detail bullets: how
+// it closed (closed todos), its claim (while it counts), lease,
+// dependencies, scopes, binding, exclusions, then its notes (stale against
+// the facts of lv).
+func writeTodo(w *writer, r int, t *lease.Todo, l *lease.Lease, ds []depState, lv live) {
 	head := fmt.Sprintf("- %s · %s · %s", code(t.ID), priority(t.Priority), text(t.Text))
 	if t.Archived {
 		head += " _(archived, " + text(t.Status) + ")_"
@@ -299,7 +366,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 		detail(s + "; " + closedLine("closed", t))
 		detail("reason: " + text(t.Reason))
 	}
-	if t.ClaimedBy != "" {
+	if lv.claim {
 		s := "claimed by " + code(t.ClaimedBy)
 		if t.ClaimScopeAgentID != "" {
 			s += " for scope agent " + code(t.ClaimScopeAgentID)
@@ -313,7 +380,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 		detail(s)
 	}
 	if l != nil {
-		detail(leaseLine(l))
+		detail(leaseLine(l, r != RendererUntimed))
 	}
 	if len(ds) > 0 {
 		label := "depends on"
@@ -341,7 +408,7 @@ func writeTodo(w *writer, t *lease.Todo, l *lease.Lease, ds []depState) {
 	if t.Status != lease.TodoSuperseded && t.Reason != "" {
 		detail("reason: " + text(t.Reason))
 	}
-	facts := currentFacts(t, l)
+	facts := noteFacts(t, l, lv)
 	for _, n := range t.Notes {
 		s := "note by " + code(n.Author)
 		if !n.At.IsZero() {
@@ -362,27 +429,17 @@ func priority(p string) string {
 	return text(p)
 }
 
-// currentFacts are the todo facts a note is checked against, as
-// lease.CurrentNoteFacts defines them (the recorded claim owner, and the
-// owner and epoch of the lease while it is active) but read from the records
-// alone: without a clock the board cannot see a claim or lease expire, so
-// it judges staleness as of the last commit. `loopx todo show` gives the
-// live judgement.
-func currentFacts(t *lease.Todo, l *lease.Lease) lease.NoteFacts {
-	f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
-	if l != nil && l.Status == lease.LeaseActive {
-		f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
-	}
-	return f
-}
-
-// leaseLine shows the lease holder and epoch, never the version or expiry
-// (both change on every renewal).
-func leaseLine(l *lease.Lease) string {
+// leaseLine shows the lease holder and epoch and, for an active lease, its
+// start and (withTTL) its TTL; never the version or expiry (both change on
+// every renewal; the TTL does only when a renewal asks for another length).
+func leaseLine(l *lease.Lease, withTTL bool) string {
 	s := fmt.Sprintf("lease: %s, epoch %d, ", code(l.Owner), l.Epoch)
 	switch l.Status {
 	case lease.LeaseActive:
 		s += "active since " + stamp(holderStart(l))
+		if withTTL {
+			s += ", TTL " + ttlWords(lease.ExecutionTTL(l))
+		}
 	case lease.LeaseReleased:
 		s += "released"
 		if l.ReleasedAt != nil {
@@ -395,6 +452,28 @@ func leaseLine(l *lease.Lease) string {
 		s += "; scopes " + codeList(l.WriteScopes)
 	}
 	return s
+}
+
+// ttlWords writes a TTL in hours, minutes and seconds, leaving out the
+// zero ones ("15m", "1h30m", "45s"); a fraction of a second is cut, and a
+// TTL that is not positive (a record whose expiry precedes its grant) is
+// "0s".
+func ttlWords(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	if d <= 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.unit; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + u.name)
+			d -= n * u.unit
+		}
+	}
+	return b.String()
 }
 
 // holderStart is when the lease's current execution started: the start of
@@ -453,8 +532,12 @@ func (m *Model) timeline(w *writer, recs Records) error {
 		w.line("_none_")
 		return nil
 	}
-	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, so the board does not show it. At most the last %d epochs of a todo are drawn.",
-		durationWords(ActiveDisplayDuration), MaxChartHolders))
+	expiry := "so the chart does not show it (the todo's lease line gives the TTL)"
+	if m.renderer == RendererUntimed {
+		expiry = "so the board does not show it"
+	}
+	w.line(fmt.Sprintf("Lease holders per todo, one bar per epoch, in UTC. A holder still recorded as active is drawn %s long from its start; its real expiry moves with every renewal, %s. At most the last %d epochs of a todo are drawn.",
+		durationWords(ActiveDisplayDuration), expiry, MaxChartHolders))
 	w.blank()
 	if omittedTodos > 0 {
 		w.line(fmt.Sprintf("Only the %d todos whose latest execution started most recently are drawn; %d more have lease history.", MaxChartTodos, omittedTodos))

@@ -51,9 +51,9 @@ func mixedBoard() Board {
 
 	claimed := todo("todo_docs", "P2", "Draft the user guide")
 	claimed.ClaimedBy = "agent-a"
-	claimed.ClaimTTLMinutes = 30
+	claimed.ClaimTTLMinutes = 60
 	claimed.ClaimedAt = ptr(at(10))
-	claimed.ClaimExpiresAt = ptr(at(40))
+	claimed.ClaimExpiresAt = ptr(at(70))
 	claimed.Notes = []lease.Note{{
 		Text: "Outline is in docs/guide.md; chapters 1-2 drafted.", Author: "agent-a", At: at(20),
 		Facts: lease.NoteFacts{ClaimedBy: "agent-a"},
@@ -84,7 +84,7 @@ func mixedBoard() Board {
 	leaseOnlyL := &lease.Lease{
 		TodoID: "todo_bench", Owner: "agent-c", IdempotencyKey: "bench-1", Version: 1, Epoch: 1,
 		Status: lease.LeaseActive, WriteScopes: []string{"bench/**"},
-		AcquiredAt: at(30), ExpiresAt: at(45),
+		AcquiredAt: at(30), ExpiresAt: at(60),
 		Holders: []lease.Holder{{Epoch: 1, Owner: "agent-c", IdempotencyKey: "bench-1", StartedAt: at(30)}},
 	}
 
@@ -116,6 +116,87 @@ func mixedBoard() Board {
 		Goal:   goal("Ship the board"),
 		Todos:  []*lease.Todo{ready1, ready0, claimed, leased, leaseOnly, blocked, done, old, shelved},
 		Leases: []*lease.Lease{leasedL, leaseOnlyL, doneL},
+		// After the last record was written, before any claim or lease
+		// expires.
+		Now: at(56),
+	}
+}
+
+// expiredBoard is rendered after some claims and leases expired: claims
+// expired by the render time show as no claim at all, and the todo goes
+// where it would unclaimed (Ready, Blocked; In progress only when its lease
+// is recorded active). Active leases show their TTLs, including one that is
+// recorded active but long expired.
+func expiredBoard() Board {
+	now := at(120)
+
+	lapsed := todo("todo_lapsed", "P1", "Claimed, then left")
+	lapsed.ClaimedBy, lapsed.ClaimTTLMinutes = "agent-a", 30
+	lapsed.ClaimedAt, lapsed.ClaimExpiresAt = ptr(at(10)), ptr(at(40))
+	lapsed.Notes = []lease.Note{{Text: "Halfway; the tests are next.", Author: "agent-a", At: at(20),
+		Facts: lease.NoteFacts{ClaimedBy: "agent-a"}}}
+
+	// Expired exactly at the render time: expired.
+	justNow := todo("todo_just_now", "P2", "Claim ends as the board is drawn")
+	justNow.ClaimedBy, justNow.ClaimTTLMinutes = "agent-b", 60
+	justNow.ClaimedAt, justNow.ClaimExpiresAt = ptr(at(60)), ptr(now)
+
+	waiting := todo("todo_waiting", "P2", "Blocked once the claim lapsed")
+	waiting.DependsOn = []string{"todo_lapsed"}
+	waiting.ClaimedBy, waiting.ClaimTTLMinutes = "agent-b", 10
+	waiting.ClaimedAt, waiting.ClaimExpiresAt = ptr(at(30)), ptr(at(40))
+
+	live := todo("todo_live", "P1", "Claim still running")
+	live.ClaimedBy, live.ClaimTTLMinutes = "agent-a", 120
+	live.ClaimedAt, live.ClaimExpiresAt = ptr(at(100)), ptr(at(220))
+
+	forever := todo("todo_forever", "P3", "Claim without expiry")
+	forever.ClaimedBy, forever.ClaimedAt = "orch", ptr(at(5))
+
+	// The claim expired but the lease is recorded active: In progress,
+	// showing the lease only. The lease was renewed (TTL from the renewal).
+	leased := todo("todo_leased", "P0", "Lease outlives the claim")
+	leased.ClaimedBy, leased.ClaimTTLMinutes = "agent-c", 15
+	leased.ClaimedAt, leased.ClaimExpiresAt = ptr(at(50)), ptr(at(65))
+	leased.Notes = []lease.Note{
+		{Text: "Claimed and leased.", Author: "agent-c", At: at(51),
+			Facts: lease.NoteFacts{ClaimedBy: "agent-c", LeaseOwner: "agent-c", LeaseEpoch: 1}},
+		{Text: "Claim lapsed, lease kept.", Author: "agent-c", At: at(110),
+			Facts: lease.NoteFacts{LeaseOwner: "agent-c", LeaseEpoch: 1}},
+	}
+	leasedL := &lease.Lease{
+		TodoID: "todo_leased", Owner: "agent-c", IdempotencyKey: "run-c", Version: 5, Epoch: 1,
+		Status: lease.LeaseActive, AcquiredAt: at(50), RenewedAt: ptr(at(105)), ExpiresAt: at(195),
+		Holders: []lease.Holder{{Epoch: 1, Owner: "agent-c", IdempotencyKey: "run-c", StartedAt: at(50)}},
+	}
+
+	// Recorded active, expired long before the render time: still In
+	// progress (the record says so), its TTL tells the reader, and a note
+	// written under the lease is stale.
+	stale := todo("todo_stale_lease", "P2", "Lease never released")
+	stale.Notes = []lease.Note{{Text: "Working on it.", Author: "agent-d", At: at(3),
+		Facts: lease.NoteFacts{LeaseOwner: "agent-d", LeaseEpoch: 2}}}
+	staleL := &lease.Lease{
+		TodoID: "todo_stale_lease", Owner: "agent-d", IdempotencyKey: "run-d", Version: 2, Epoch: 2,
+		Status: lease.LeaseActive, AcquiredAt: at(2), ExpiresAt: at(2).Add(45 * time.Second),
+		Holders: []lease.Holder{
+			{Epoch: 1, Owner: "agent-a", IdempotencyKey: "run-a", StartedAt: at(0), EndedAt: ptr(at(2)), EndReason: "transferred"},
+			{Epoch: 2, Owner: "agent-d", IdempotencyKey: "run-d", StartedAt: at(2)},
+		},
+	}
+
+	long := todo("todo_long", "P4", "A long execution")
+	longL := &lease.Lease{
+		TodoID: "todo_long", Owner: "agent-b", IdempotencyKey: "run-b", Version: 1, Epoch: 1,
+		Status: lease.LeaseActive, AcquiredAt: at(90), ExpiresAt: at(90).Add(90*time.Minute + 5*time.Second),
+		Holders: []lease.Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "run-b", StartedAt: at(90)}},
+	}
+
+	return Board{
+		Goal:   goal("Expired claims"),
+		Todos:  []*lease.Todo{lapsed, justNow, waiting, live, forever, leased, stale, long},
+		Leases: []*lease.Lease{leasedL, staleL, longL},
+		Now:    now,
 	}
 }
 
@@ -147,6 +228,7 @@ func timelineBoard() Board {
 		Goal:   goal("Lease timeline"),
 		Todos:  []*lease.Todo{migrate, index},
 		Leases: []*lease.Lease{migrateL, indexL},
+		Now:    at(155),
 	}
 }
 
@@ -265,12 +347,59 @@ func TestGoldenMixed(t *testing.T) {
 	checkGolden(t, "mixed", Render(mixedBoard()))
 }
 
+func TestGoldenExpired(t *testing.T) {
+	checkGolden(t, "expired", Render(expiredBoard()))
+}
+
+// TestUntimedRendererIsTheOldBoard: RendererUntimed draws, byte for byte,
+// what loopx drew before boards had a render time, so board commits of that
+// loopx keep verifying. testdata/untimed holds that loopx's own renderings
+// of these fixtures (never rewritten by -update); its boards ignore Now.
+func TestUntimedRendererIsTheOldBoard(t *testing.T) {
+	for name, mk := range map[string]func() Board{
+		"empty": func() Board { return Board{Goal: goal("")} }, "mixed": mixedBoard,
+		"timeline": timelineBoard, "expired": expiredBoard, "hostile": hostileGoldenBoard,
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", "untimed", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, now := range []time.Time{{}, at(0), mk().Now, at(100000)} {
+			b := mk()
+			b.Now, b.Renderer = now, RendererUntimed
+			if got := Render(b); !bytes.Equal(got, want) {
+				t.Errorf("%s at %v: the untimed renderer differs from the old board:\n%s", name, now, got)
+			}
+			// Its model, saved and loaded, renders the same.
+			_, m := RenderModel(b)
+			m, err := DecodeModel(m.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+			for _, td := range b.Todos {
+				recs.todos[td.ID] = td
+			}
+			for _, l := range b.Leases {
+				recs.leases[l.TodoID] = l
+			}
+			if got, err := m.Render(recs, now.Add(time.Hour)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s at %v: the untimed model differs from the old board (%v)", name, now, err)
+			}
+		}
+	}
+}
+
 func TestGoldenTimeline(t *testing.T) {
 	checkGolden(t, "timeline", Render(timelineBoard()))
 }
 
 func TestGoldenHostile(t *testing.T) {
-	// One board holding every hostile string at once, for people to read.
+	checkGolden(t, "hostile", Render(hostileGoldenBoard()))
+}
+
+// hostileGoldenBoard holds every hostile string at once, for people to read.
+func hostileGoldenBoard() Board {
 	var b Board
 	b.Goal = goal("Hostile </details> | `x` <script> # title")
 	for i, s := range hostile {
@@ -295,28 +424,50 @@ func TestGoldenHostile(t *testing.T) {
 			{Epoch: 2, Owner: "agent-a", IdempotencyKey: "k2", StartedAt: at(10), EndedAt: ptr(at(30)), EndReason: "completed"},
 		},
 	}}
-	checkGolden(t, "hostile", Render(b))
+	return b
 }
 
+// TestRenewalLeavesBytesIdentical: a renewal for the TTL the execution
+// already has, at any time the lease is live, changes no byte of the board
+// rendered then (so it needs no projection commit); a renewal for another
+// TTL changes the board (lease.Renew says BoardChanged for it).
 func TestRenewalLeavesBytesIdentical(t *testing.T) {
-	for name, mk := range map[string]func() Board{"mixed": mixedBoard, "timeline": timelineBoard} {
-		before := Render(mk())
-		b := mk()
-		renewed := 0
-		for _, l := range b.Leases {
-			if l.Status != lease.LeaseActive {
-				continue
+	for name, mk := range map[string]func() Board{"mixed": mixedBoard, "timeline": timelineBoard, "expired": expiredBoard} {
+		for _, dt := range []time.Duration{0, time.Second, 3 * time.Minute} {
+			renewAt := mk().Now.Add(dt)
+			// The renewal is made while the lease is live: renew the
+			// leases that are live at renewAt.
+			live := func(l *lease.Lease) bool { return l.Status == lease.LeaseActive && renewAt.Before(l.ExpiresAt) }
+			before := mk()
+			before.Now = renewAt
+			want := Render(before)
+			for _, other := range []bool{false, true} {
+				b := mk()
+				b.Now = renewAt
+				renewed := 0
+				for _, l := range b.Leases {
+					if !live(l) {
+						continue
+					}
+					ttl := lease.ExecutionTTL(l)
+					if other {
+						ttl += time.Minute
+					}
+					l.Version += 7
+					l.RenewedAt = ptr(renewAt)
+					l.ExpiresAt = renewAt.Add(ttl)
+					renewed++
+				}
+				if renewed == 0 {
+					if dt == 0 {
+						t.Fatalf("%s: fixture has no live lease to renew", name)
+					}
+					continue
+				}
+				if got := Render(b); bytes.Equal(want, got) == other {
+					t.Errorf("%s renewed at +%v (another TTL %v): board changed %v:\n%s\n---\n%s", name, dt, other, !other, want, got)
+				}
 			}
-			l.Version += 7
-			l.ExpiresAt = l.ExpiresAt.Add(3 * time.Hour)
-			l.RenewedAt = ptr(l.ExpiresAt.Add(-10 * time.Minute))
-			renewed++
-		}
-		if renewed == 0 {
-			t.Fatalf("%s: fixture has no active lease to renew", name)
-		}
-		if after := Render(b); !bytes.Equal(before, after) {
-			t.Errorf("%s: renewal changed the board:\n%s\n---\n%s", name, before, after)
 		}
 	}
 }
@@ -535,28 +686,194 @@ func TestNilGoalAndNilEntries(t *testing.T) {
 	}
 }
 
-// The board's note staleness must agree with the lease package's at any
-// time before a claim or lease expires (the board has no clock to see
-// expiry).
+// The board's note staleness is lease.NoteStale's at the render time, and
+// its claim is shown exactly while lease.ClaimEffective holds: at times
+// before, at and after every claim and lease expiry of the fixtures.
 func TestNoteStalenessMatchesLease(t *testing.T) {
-	for _, mk := range []func() Board{mixedBoard, timelineBoard} {
-		b := mk()
-		leaseOf := map[string]*lease.Lease{}
-		for _, l := range b.Leases {
-			leaseOf[l.TodoID] = l
-		}
-		for _, td := range b.Todos {
-			l := leaseOf[td.ID]
-			// Notes with every plausible fact set, stale or not.
-			notes := []lease.Note{{}, {Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy}}, {Facts: currentFacts(td, l)}}
-			if l != nil {
-				notes = append(notes, lease.Note{Facts: lease.NoteFacts{ClaimedBy: td.ClaimedBy, LeaseOwner: l.Owner, LeaseEpoch: l.Epoch}})
+	for name, mk := range map[string]func() Board{"mixed": mixedBoard, "timeline": timelineBoard, "expired": expiredBoard} {
+		var times []time.Time
+		for _, td := range mk().Todos {
+			if td.ClaimExpiresAt != nil {
+				times = append(times, td.ClaimExpiresAt.Add(-time.Second), *td.ClaimExpiresAt, td.ClaimExpiresAt.Add(time.Second))
 			}
-			for _, n := range notes {
-				if got, want := n.Facts != currentFacts(td, l), lease.NoteStale(td, l, n, at(0)); got != want {
-					t.Errorf("%s note %+v: board stale=%v, lease stale=%v", td.ID, n.Facts, got, want)
+		}
+		for _, l := range mk().Leases {
+			times = append(times, l.ExpiresAt.Add(-time.Second), l.ExpiresAt, l.ExpiresAt.Add(time.Second))
+		}
+		times = append(times, time.Time{}, mk().Now)
+		for _, now := range times {
+			b := mk()
+			b.Now = now
+			leaseOf := map[string]*lease.Lease{}
+			for _, l := range b.Leases {
+				leaseOf[l.TodoID] = l
+			}
+			type want struct {
+				todo  *lease.Todo
+				stale bool
+			}
+			wants := map[string]want{}
+			for _, td := range b.Todos {
+				l := leaseOf[td.ID]
+				// Notes with every plausible fact set, stale or not.
+				facts := []lease.NoteFacts{{}, {ClaimedBy: td.ClaimedBy}, lease.CurrentNoteFacts(td, l, now)}
+				if l != nil {
+					facts = append(facts, lease.NoteFacts{ClaimedBy: td.ClaimedBy, LeaseOwner: l.Owner, LeaseEpoch: l.Epoch},
+						lease.NoteFacts{LeaseOwner: l.Owner, LeaseEpoch: l.Epoch})
+				}
+				td.Notes = nil
+				for i, f := range facts {
+					n := lease.Note{Text: fmt.Sprintf("note %s %d", td.ID, i), Author: "agent-a", At: at(1), Facts: f}
+					td.Notes = append(td.Notes, n)
+					wants[n.Text] = want{td, lease.NoteStale(td, l, n, now)}
 				}
 			}
+			out := string(Render(b))
+			for text, w := range wants {
+				line := regexp.MustCompile(`(?m)^  - note by .*: ` + regexp.QuoteMeta(strings.ReplaceAll(text, "_", `\_`)) + `$`).FindString(out)
+				if line == "" {
+					t.Fatalf("%s at %v: %q not on the board", name, now, text)
+				}
+				if got := strings.Contains(line, "_(stale)_"); got != w.stale {
+					t.Errorf("%s at %v: %q: board stale=%v, lease.NoteStale=%v", name, now, text, got, w.stale)
+				}
+			}
+			for _, td := range b.Todos {
+				if td.ClaimedBy == "" || td.Status != lease.TodoOpen {
+					continue
+				}
+				shown := strings.Contains(todoBlock(out, td.ID), "  - claimed by ")
+				if want := lease.ClaimEffective(td, now); shown != want {
+					t.Errorf("%s at %v: %s claim shown %v, effective %v", name, now, td.ID, shown, want)
+				}
+			}
+		}
+	}
+}
+
+// todoBlock is the bullet of todo id and its detail lines.
+func todoBlock(board, id string) string {
+	i := strings.Index(board, "\n- `"+id+"` ")
+	if i < 0 {
+		return ""
+	}
+	rest := board[i+1:]
+	if j := strings.Index(rest[1:], "\n- "); j >= 0 {
+		rest = rest[:j+1]
+	}
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// sectionOf names the section todo id is listed in.
+func sectionOf(board, id string) string {
+	i := strings.Index(board, "\n- `"+id+"` ")
+	if i < 0 {
+		return ""
+	}
+	h := strings.LastIndex(board[:i], "\n## ")
+	if h < 0 {
+		return ""
+	}
+	title := board[h+4:]
+	return title[:strings.Index(title, " (")]
+}
+
+// TestExpiredClaimPlacement: at the render time a claim is gone exactly
+// from its expiry on, and the todo goes where it would unclaimed.
+func TestExpiredClaimPlacement(t *testing.T) {
+	exp := at(40)
+	base := func(mod func(td *lease.Todo, b *Board)) Board {
+		td := todo("todo_x", "P1", "x")
+		td.ClaimedBy, td.ClaimTTLMinutes, td.ClaimedAt, td.ClaimExpiresAt = "agent-a", 30, ptr(at(10)), ptr(exp)
+		dep := todo("todo_dep", "P2", "dep")
+		b := Board{Goal: goal("g"), Todos: []*lease.Todo{td, dep}}
+		if mod != nil {
+			mod(td, &b)
+		}
+		return b
+	}
+	withLease := func(status string) func(td *lease.Todo, b *Board) {
+		return func(td *lease.Todo, b *Board) {
+			b.Leases = []*lease.Lease{{TodoID: "todo_x", Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1,
+				Status: status, AcquiredAt: at(10), ExpiresAt: at(20), ReleasedAt: ptr(at(15)),
+				Holders: []lease.Holder{{Epoch: 1, Owner: "agent-a", IdempotencyKey: "k", StartedAt: at(10)}}}}
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		b       Board
+		now     time.Time
+		section string
+		claim   bool
+	}{
+		{"before the expiry", base(nil), exp.Add(-time.Second), secInProgress, true},
+		{"a nanosecond before", base(nil), exp.Add(-1), secInProgress, true},
+		{"at the expiry", base(nil), exp, secReady, false},
+		{"after the expiry", base(nil), exp.Add(time.Hour), secReady, false},
+		{"no render time", base(nil), time.Time{}, secInProgress, true},
+		{"no expiry", base(func(td *lease.Todo, _ *Board) { td.ClaimExpiresAt, td.ClaimTTLMinutes = nil, 0 }), exp.Add(time.Hour), secInProgress, true},
+		{"expired, blocked", base(func(td *lease.Todo, _ *Board) { td.DependsOn = []string{"todo_dep"} }), exp, secBlocked, false},
+		{"expired, lease recorded active", base(withLease(lease.LeaseActive)), exp, secInProgress, false},
+		{"expired, lease released", base(withLease(lease.LeaseReleased)), exp, secReady, false},
+		{"expired, archived", base(func(td *lease.Todo, _ *Board) { td.Archived = true }), exp, secArchived, false},
+	} {
+		c.b.Now = c.now
+		out := string(Render(c.b))
+		if got := sectionOf(out, "todo_x"); got != c.section {
+			t.Errorf("%s: in %q, want %q", c.name, got, c.section)
+		}
+		block := todoBlock(out, "todo_x")
+		if got := strings.Contains(block, "claimed by"); got != c.claim {
+			t.Errorf("%s: claim shown %v, want %v:\n%s", c.name, got, c.claim, block)
+		}
+		if !c.claim && strings.Contains(block, "claim expires") {
+			t.Errorf("%s: an expired claim shows its expiry:\n%s", c.name, block)
+		}
+	}
+}
+
+func TestTTLWords(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		15 * time.Minute:                      "15m",
+		90 * time.Minute:                      "1h30m",
+		45 * time.Second:                      "45s",
+		24 * time.Hour:                        "24h",
+		2*time.Hour + 5*time.Second:           "2h5s",
+		time.Hour + time.Minute + time.Second: "1h1m1s",
+		1500 * time.Millisecond:               "1s",
+		time.Millisecond:                      "0s",
+		0:                                     "0s",
+		-time.Minute:                          "0s",
+	} {
+		if got := ttlWords(d); got != want {
+			t.Errorf("ttlWords(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestLeaseLineShowsTTL: an active lease shows its start and its TTL
+// (from the renewal when there was one); a released one neither.
+func TestLeaseLineShowsTTL(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		l    lease.Lease
+		want string
+	}{
+		{"acquired", lease.Lease{Owner: "agent-a", Epoch: 1, Status: lease.LeaseActive, AcquiredAt: at(0), ExpiresAt: at(15)},
+			"lease: `agent-a`, epoch 1, active since 2026-03-01T09:00:00Z, TTL 15m"},
+		{"renewed", lease.Lease{Owner: "agent-a", Epoch: 1, Status: lease.LeaseActive, AcquiredAt: at(0), RenewedAt: ptr(at(50)), ExpiresAt: at(140)},
+			"lease: `agent-a`, epoch 1, active since 2026-03-01T09:00:00Z, TTL 1h30m"},
+		{"holder start", lease.Lease{Owner: "agent-b", Epoch: 2, Status: lease.LeaseActive, AcquiredAt: at(30), ExpiresAt: at(31),
+			Holders: []lease.Holder{{Epoch: 2, Owner: "agent-b", StartedAt: at(29)}}, WriteScopes: []string{"src/**"}},
+			"lease: `agent-b`, epoch 2, active since 2026-03-01T09:29:00Z, TTL 1m; scopes `src/**`"},
+		{"released", lease.Lease{Owner: "agent-a", Epoch: 1, Status: lease.LeaseReleased, AcquiredAt: at(0), ExpiresAt: at(15), ReleasedAt: ptr(at(5))},
+			"lease: `agent-a`, epoch 1, released 2026-03-01T09:05:00Z"},
+	} {
+		if got := leaseLine(&c.l, true); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
 }

@@ -15,21 +15,25 @@ import (
 // not what the goal holds.
 //
 // It keeps, per todo, only what places the todo on the board (priority,
-// status, archived, claimed, dependencies) in board order, and per lease
-// only whether it is active and when its latest execution started. Render
-// then classifies the todos, counts the sections and writes the at most
-// MaxSectionTodos todos per section and MaxChartTodos leases it shows. The
-// text of a shown todo (or a drawn lease) is rendered from its full record
-// once and kept; a full record is fetched again only when its todo, its
-// lease or one of its dependencies' statuses changed.
+// status, archived, claimed and until when, dependencies) in board order,
+// and per lease only whether it is active, when it expires and when its
+// latest execution started. Render, at a render time, then classifies the
+// todos, counts the sections and writes the at most MaxSectionTodos todos
+// per section and MaxChartTodos leases it shows. The text of a shown todo
+// (or a drawn lease) is rendered from its full record once and kept; a full
+// record is fetched again only when its todo, its lease or one of its
+// dependencies' statuses changed, or when time crossed its claim's or its
+// lease's expiry (the text is kept with whether each was live when it was
+// rendered, so render times may come in any order).
 //
 // A Model renders exactly the bytes Render gives for the same records
 // (TestModelMatchesRender); Render is built on it. Encode and DecodeModel
 // persist it between processes.
 type Model struct {
-	goal   goalHead
-	order  []*todoEntry  // every todo, in board order (orderCmp)
-	leases []*leaseEntry // every lease record, by todo id
+	renderer int // RendererTimed or RendererUntimed
+	goal     goalHead
+	order    []*todoEntry  // every todo, in board order (orderCmp)
+	leases   []*leaseEntry // every lease record, by todo id
 	// shown and drawn name the todos and leases whose text the last Render
 	// wrote: the texts Encode keeps (nil before any Render: keep all).
 	shown, drawn map[string]bool
@@ -43,29 +47,48 @@ type goalHead struct {
 
 type todoEntry struct {
 	id, priority, status string
-	archived, claimed    bool
-	leased               bool // its lease is recorded active
-	deps                 []string
+	archived, claimed    bool // claimed: claimed_by is recorded
+	// claimUntil is the recorded claim_expires_at (nil: none).
+	claimUntil *time.Time
+	leased     bool // its lease is recorded active
+	deps       []string
 	// text is the todo's rendered lines (nil when not rendered yet): only
 	// the shown todos have one, so it is kept apart from the entry.
 	text *todoText
 }
 
 // todoText is a todo's rendered lines, valid while depKey equals the
-// statuses of its dependencies.
-type todoText struct{ lines, depKey string }
+// statuses of its dependencies and its claim and lease count at the render
+// time as they did when the lines were written (writeTodo depends on the
+// render time through nothing else).
+type todoText struct {
+	lines, depKey string
+	live          live
+}
+
+// liveAt is liveAt of e's records (le: its lease entry, nil when none), from
+// what the model keeps of them.
+func (m *Model) liveAt(e *todoEntry, le *leaseEntry, now time.Time) live {
+	if m.renderer == RendererUntimed {
+		return live{claim: e.claimed, lease: le != nil && le.active}
+	}
+	return live{claim: e.claimed && (e.claimUntil == nil || now.Before(*e.claimUntil)),
+		lease: le != nil && le.active && now.Before(le.expires)}
+}
 
 type leaseEntry struct {
 	todoID  string
 	active  bool
 	holders bool
+	expires time.Time // the recorded expires_at
 	latest  time.Time // start of its latest execution (last drawn bar)
 	// chart is the lease's section of the timeline ("" when not rendered).
 	chart string
 }
 
-// NewModel returns an empty model (no goal, no records).
-func NewModel() *Model { return &Model{} }
+// NewModel returns an empty model (no goal, no records) of the current
+// renderer (RendererTimed).
+func NewModel() *Model { return &Model{renderer: RendererTimed} }
 
 // Records fetches full records for the todos and leases a Render shows.
 type Records interface {
@@ -96,8 +119,13 @@ func (m *Model) PutTodo(t *lease.Todo) {
 }
 
 func newTodoEntry(t *lease.Todo) *todoEntry {
-	return &todoEntry{id: t.ID, priority: t.Priority, status: t.Status, archived: t.Archived,
+	e := &todoEntry{id: t.ID, priority: t.Priority, status: t.Status, archived: t.Archived,
 		claimed: t.ClaimedBy != "", deps: slices.Clone(t.DependsOn)}
+	if t.ClaimExpiresAt != nil {
+		until := *t.ClaimExpiresAt
+		e.claimUntil = &until
+	}
+	return e
 }
 
 // DeleteTodo removes the todo id (absent is fine).
@@ -160,7 +188,7 @@ func (m *Model) PutLease(l *lease.Lease) {
 }
 
 func newLeaseEntry(l *lease.Lease) *leaseEntry {
-	e := &leaseEntry{todoID: l.TodoID, active: l.Status == lease.LeaseActive, holders: len(l.Holders) > 0}
+	e := &leaseEntry{todoID: l.TodoID, active: l.Status == lease.LeaseActive, holders: len(l.Holders) > 0, expires: l.ExpiresAt}
 	if e.holders {
 		bars := holderBars(l)
 		e.latest = bars[len(bars)-1].start
@@ -249,8 +277,8 @@ func (m *Model) depKey(e *todoEntry) string {
 	return b.String()
 }
 
-// classify names the section of e (see Render for the rules).
-func (m *Model) classify(e *todoEntry) string {
+// classify names the section of e at now (see Render for the rules).
+func (m *Model) classify(e *todoEntry, now time.Time) string {
 	switch {
 	case e.status == lease.TodoDone:
 		return secDone
@@ -258,7 +286,7 @@ func (m *Model) classify(e *todoEntry) string {
 		return secSuperseded
 	case e.archived:
 		return secArchived
-	case e.claimed || e.leased:
+	case e.leased || m.liveAt(e, nil, now).claim:
 		return secInProgress
 	}
 	for _, id := range e.deps {
@@ -269,13 +297,14 @@ func (m *Model) classify(e *todoEntry) string {
 	return secReady
 }
 
-// Render writes the board; recs supplies the full records of the todos and
-// leases whose text is not kept yet.
-func (m *Model) Render(recs Records) ([]byte, error) {
+// Render writes the board at the render time now (see Board.Now); recs
+// supplies the full records of the todos and leases whose text is not kept
+// or is stale.
+func (m *Model) Render(recs Records, now time.Time) ([]byte, error) {
 	counts := map[string]int{}
 	shownBy := map[string][]*todoEntry{}
 	for _, e := range m.order {
-		name := m.classify(e)
+		name := m.classify(e, now)
 		counts[name]++
 		if len(shownBy[name]) < MaxSectionTodos {
 			shownBy[name] = append(shownBy[name], e)
@@ -285,7 +314,7 @@ func (m *Model) Render(recs Records) ([]byte, error) {
 	var w writer
 	m.header(&w, counts)
 	for _, name := range sectionOrder {
-		if err := m.section(&w, name, counts[name], shownBy[name], recs); err != nil {
+		if err := m.section(&w, name, counts[name], shownBy[name], recs, now); err != nil {
 			return nil, err
 		}
 	}
@@ -295,13 +324,15 @@ func (m *Model) Render(recs Records) ([]byte, error) {
 	return w.bytes(), nil
 }
 
-// todoText returns e's rendered lines, rendering them from its records when
-// they are not kept or are stale.
-func (m *Model) todoText(e *todoEntry, recs Records) (string, error) {
+// todoText returns e's rendered lines at now, rendering them from its
+// records when they are not kept or are stale.
+func (m *Model) todoText(e *todoEntry, recs Records, now time.Time) (string, error) {
 	m.shown[e.id] = true
 	key := m.depKey(e)
-	if e.text != nil && e.text.depKey == key {
-		return e.text.lines, nil
+	le := m.lease(e.id)
+	lv := m.liveAt(e, le, now)
+	if x := e.text; x != nil && x.depKey == key && x.live == lv {
+		return x.lines, nil
 	}
 	t, err := recs.Todo(e.id)
 	if err != nil {
@@ -311,7 +342,7 @@ func (m *Model) todoText(e *todoEntry, recs Records) (string, error) {
 		return "", errStale("todo " + e.id)
 	}
 	var l *lease.Lease
-	if m.lease(e.id) != nil {
+	if le != nil {
 		if l, err = recs.Lease(e.id); err != nil {
 			return "", err
 		}
@@ -320,8 +351,8 @@ func (m *Model) todoText(e *todoEntry, recs Records) (string, error) {
 		}
 	}
 	var w writer
-	writeTodo(&w, t, l, m.deps(e))
-	e.text = &todoText{lines: string(w.bytes()), depKey: key}
+	writeTodo(&w, m.renderer, t, l, m.deps(e), lv)
+	e.text = &todoText{lines: string(w.bytes()), depKey: key, live: lv}
 	return e.text.lines, nil
 }
 

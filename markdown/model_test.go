@@ -2,10 +2,13 @@ package markdown
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -16,10 +19,11 @@ type world struct {
 	goal   *lease.Goal
 	todos  map[string]*lease.Todo
 	leases map[string]*lease.Lease
+	now    time.Time // the render time
 }
 
 func (w *world) board() Board {
-	b := Board{Goal: w.goal}
+	b := Board{Goal: w.goal, Now: w.now}
 	for _, t := range w.todos {
 		b.Todos = append(b.Todos, t)
 	}
@@ -43,6 +47,12 @@ func randomTodo(rng *rand.Rand, id string, ids []string, w *world) *lease.Todo {
 	if rng.IntN(3) == 0 {
 		t.ClaimedBy = modelOwners[rng.IntN(len(modelOwners))]
 		t.ClaimedAt = ptr(at(rng.IntN(60)))
+		if rng.IntN(4) > 0 {
+			// Expiring around the render time, so that time moving on
+			// crosses it (some exactly at a whole minute it may land on).
+			t.ClaimTTLMinutes = 30
+			t.ClaimExpiresAt = ptr(w.now.Add(time.Duration(rng.IntN(120)-30) * time.Minute))
+		}
 	}
 	for range rng.IntN(4) {
 		if rng.IntN(8) == 0 {
@@ -54,8 +64,9 @@ func randomTodo(rng *rand.Rand, id string, ids []string, w *world) *lease.Todo {
 	if t.Status != lease.TodoOpen {
 		t.ClosedBy, t.ClosedAt = "orch", ptr(at(rng.IntN(90)))
 	}
-	if rng.IntN(3) == 0 {
-		// A note whose facts may or may not match the todo's lease.
+	if rng.IntN(2) == 0 {
+		// A note whose facts may or may not match the todo's claim and
+		// lease (stale once either expires).
 		f := lease.NoteFacts{ClaimedBy: t.ClaimedBy}
 		if l := w.leases[id]; l != nil && rng.IntN(2) == 0 {
 			f.LeaseOwner, f.LeaseEpoch = l.Owner, l.Epoch
@@ -65,9 +76,13 @@ func randomTodo(rng *rand.Rand, id string, ids []string, w *world) *lease.Todo {
 	return t
 }
 
-func randomLease(rng *rand.Rand, id string) *lease.Lease {
+func randomLease(rng *rand.Rand, id string, now time.Time) *lease.Lease {
 	l := &lease.Lease{TodoID: id, Owner: modelOwners[rng.IntN(len(modelOwners))], IdempotencyKey: "k",
-		Version: int64(1 + rng.IntN(4)), Epoch: 1, Status: lease.LeaseActive, AcquiredAt: at(rng.IntN(200)), ExpiresAt: at(300)}
+		Version: int64(1 + rng.IntN(4)), Epoch: 1, Status: lease.LeaseActive, AcquiredAt: at(rng.IntN(200)),
+		ExpiresAt: now.Add(time.Duration(rng.IntN(90)-20) * time.Minute)}
+	if rng.IntN(2) == 0 {
+		l.RenewedAt = ptr(now.Add(-time.Duration(rng.IntN(20)) * time.Minute))
+	}
 	if rng.IntN(2) == 0 {
 		l.Status, l.ReleasedAt = lease.LeaseReleased, ptr(at(250))
 	}
@@ -85,9 +100,12 @@ func randomLease(rng *rand.Rand, id string) *lease.Lease {
 
 // TestModelMatchesRender: a model kept up to date record by record, saved
 // and loaded between steps, always renders the bytes a full Render of the
-// records gives. The pools are big enough to overflow a section (100) and
-// the timeline (50), and small enough for dependencies to hit.
+// records gives at the same render time, while the time moves on across
+// claim and lease expiries (and now and then back). The pools are big
+// enough to overflow a section (100) and the timeline (50), and small
+// enough for dependencies to hit.
 func TestModelMatchesRender(t *testing.T) {
+	timeOnly := 0 // renders where time alone changed the board
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		nIDs := 20 + int(seed)*15 // up to 185 todos
@@ -95,14 +113,26 @@ func TestModelMatchesRender(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("todo_m%03d", i)
 		}
-		w := &world{goal: goal("Model"), todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+		w := &world{goal: goal("Model"), todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}, now: at(60)}
 		m := NewModel()
 		m.SetGoal(w.goal)
 		steps := 600
+		var last []byte // the last render, and the records it was of
+		changed := false
 		for step := range steps {
+			// Time moves on a few minutes per step, by whole minutes (so it
+			// lands on expiries) or seconds, and rarely back.
+			switch k := rng.IntN(10); {
+			case k < 5:
+				w.now = w.now.Add(time.Duration(rng.IntN(6)) * time.Minute)
+			case k < 9:
+				w.now = w.now.Add(time.Duration(rng.IntN(300)) * time.Second)
+			default:
+				w.now = w.now.Add(-time.Duration(rng.IntN(40)) * time.Minute)
+			}
 			id := ids[rng.IntN(len(ids))]
 			var op string
-			switch k := rng.IntN(20); {
+			switch k := rng.IntN(23); {
 			case k < 9:
 				op = "put todo"
 				td := randomTodo(rng, id, ids, w)
@@ -114,7 +144,7 @@ func TestModelMatchesRender(t *testing.T) {
 				m.DeleteTodo(id)
 			case k < 16:
 				op = "put lease"
-				l := randomLease(rng, id)
+				l := randomLease(rng, id, w.now)
 				w.leases[id] = l
 				m.PutLease(l)
 			case k < 17:
@@ -126,6 +156,11 @@ func TestModelMatchesRender(t *testing.T) {
 				w.goal = goal(fmt.Sprintf("Model %d", rng.IntN(3)))
 				w.goal.Status = []string{lease.GoalActive, lease.GoalArchived}[rng.IntN(2)]
 				m.SetGoal(w.goal)
+			case k < 20:
+				// Only time passes (a board rendered later of the same
+				// records): render now.
+				op = "time passes"
+				w.now = w.now.Add(time.Duration(1+rng.IntN(30)) * time.Minute)
 			default:
 				op = "save and load"
 				var err error
@@ -133,16 +168,23 @@ func TestModelMatchesRender(t *testing.T) {
 					t.Fatalf("seed %d step %d: %v", seed, step, err)
 				}
 			}
-			if rng.IntN(3) > 0 && step != steps-1 {
+			if op != "save and load" && op != "time passes" {
+				changed = true
+			}
+			if rng.IntN(3) > 0 && step != steps-1 && op != "time passes" {
 				continue // let several changes pile up between renders
 			}
-			got, err := m.Render(w.records())
+			got, err := m.Render(w.records(), w.now)
 			if err != nil {
 				t.Fatalf("seed %d step %d (%s): %v", seed, step, op, err)
 			}
 			if want := Render(w.board()); !bytes.Equal(got, want) {
-				t.Fatalf("seed %d step %d (%s): model and full render differ\nmodel:\n%s\nfull:\n%s", seed, step, op, got, want)
+				t.Fatalf("seed %d step %d (%s) at %v: model and full render differ\nmodel:\n%s\nfull:\n%s", seed, step, op, w.now, got, want)
 			}
+			if !changed && last != nil && !bytes.Equal(got, last) {
+				timeOnly++
+			}
+			last, changed = got, false
 			for _, id := range []string{ids[rng.IntN(len(ids))], "todo_missing"} {
 				var want []string
 				for _, td := range w.todos {
@@ -159,6 +201,10 @@ func TestModelMatchesRender(t *testing.T) {
 		if m.Len() != len(w.todos) {
 			t.Fatalf("seed %d: model has %d todos, records %d", seed, m.Len(), len(w.todos))
 		}
+	}
+	// The test must exercise what time alone changes.
+	if timeOnly < 20 {
+		t.Fatalf("only %d renders changed by time alone", timeOnly)
 	}
 }
 
@@ -178,7 +224,7 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 	for _, td := range b.Todos {
 		recs.Records.(memRecords).todos[td.ID] = td
 	}
-	if _, err := m.Render(recs); err != nil || recs.n != 0 {
+	if _, err := m.Render(recs, time.Time{}); err != nil || recs.n != 0 {
 		t.Fatalf("a loaded model fetched %d records (err %v), want 0", recs.n, err)
 	}
 	// A new todo that sorts first is fetched; the one pushed off the page
@@ -186,7 +232,7 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 	first := todo("todo_a0000", "P0", "urgent")
 	recs.Records.(memRecords).todos[first.ID] = first
 	m.PutTodo(first)
-	out, err := m.Render(recs)
+	out, err := m.Render(recs, time.Time{})
 	if err != nil || recs.n != 1 {
 		t.Fatalf("fetched %d records (err %v), want 1", recs.n, err)
 	}
@@ -198,8 +244,72 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 	late := todo("todo_z9999", "P4", "later")
 	recs.Records.(memRecords).todos[late.ID] = late
 	m.PutTodo(late)
-	if again, err := m.Render(recs); err != nil || recs.n != 1 || !bytes.Equal(again, out) {
+	if again, err := m.Render(recs, time.Time{}); err != nil || recs.n != 1 || !bytes.Equal(again, out) {
 		t.Fatalf("a todo past the page: fetched %d, same bytes %v, err %v", recs.n, bytes.Equal(again, out), err)
+	}
+}
+
+// TestModelRefetchesAtExpiry: time crossing a shown todo's claim or lease
+// expiry fetches that todo's records again (its text changes), and nothing
+// else; time that crosses no expiry fetches nothing.
+func TestModelRefetchesAtExpiry(t *testing.T) {
+	b := Board{Goal: goal("Big"), Now: at(0)}
+	for i := range 2000 {
+		b.Todos = append(b.Todos, todo(fmt.Sprintf("todo_r%05d", i), "P2", "ready work"))
+	}
+	claimed := todo("todo_claimed", "P1", "claimed")
+	claimed.ClaimedBy, claimed.ClaimTTLMinutes, claimed.ClaimedAt, claimed.ClaimExpiresAt = "agent-a", 30, ptr(at(0)), ptr(at(30))
+	leased := todo("todo_leased", "P1", "leased")
+	leased.Notes = []lease.Note{{Text: "n", Author: "agent-a", At: at(0), Facts: lease.NoteFacts{LeaseOwner: "agent-b", LeaseEpoch: 1}}}
+	l := &lease.Lease{TodoID: "todo_leased", Owner: "agent-b", IdempotencyKey: "k", Version: 1, Epoch: 1, Status: lease.LeaseActive,
+		AcquiredAt: at(0), ExpiresAt: at(50), Holders: []lease.Holder{{Epoch: 1, Owner: "agent-b", IdempotencyKey: "k", StartedAt: at(0)}}}
+	b.Todos = append(b.Todos, claimed, leased)
+	b.Leases = []*lease.Lease{l}
+	_, m := RenderModel(b)
+	m, err := DecodeModel(m.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{l.TodoID: l}}
+	for _, td := range b.Todos {
+		mem.todos[td.ID] = td
+	}
+	for _, c := range []struct {
+		now     time.Time
+		fetches int
+	}{
+		{at(29), 0}, // no expiry crossed
+		{at(30), 1}, // the claim expired: its todo
+		{at(49), 0},
+		{at(50), 2}, // the lease expired: its todo and lease (a note goes stale)
+		{at(90), 0},
+		{at(10), 3}, // back before both
+	} {
+		recs := &countingRecords{Records: mem}
+		got, err := m.Render(recs, c.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs.n != c.fetches {
+			t.Errorf("at %v: fetched %d records, want %d", c.now, recs.n, c.fetches)
+		}
+		b.Now = c.now
+		if !bytes.Equal(got, Render(b)) {
+			t.Fatalf("at %v: model and full render differ", c.now)
+		}
+	}
+}
+
+// TestDecodeModelRefusesVersion1: an encoding from before the board had a
+// render time (no expiries kept) is refused, so the caller rebuilds it.
+func TestDecodeModelRefusesVersion1(t *testing.T) {
+	_, m := RenderModel(mixedBoard())
+	enc := m.Encode()
+	body := bytes.Clone(enc[:len(enc)-4])
+	body[len(modelMagic)] = 1
+	old := binary.BigEndian.AppendUint32(body, crc32.ChecksumIEEE(body))
+	if _, err := DecodeModel(old); err == nil {
+		t.Fatal("a version 1 encoding decoded")
 	}
 }
 
@@ -223,7 +333,7 @@ func (c *countingRecords) Lease(id string) (*lease.Lease, error) {
 func TestModelRefusesStaleRecords(t *testing.T) {
 	m := NewModel()
 	m.PutTodo(todo("todo_gone", "P1", "x"))
-	_, err := m.Render(memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}})
+	_, err := m.Render(memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}, time.Time{})
 	if _, ok := err.(*StaleError); !ok {
 		t.Fatalf("got %v, want a StaleError", err)
 	}
@@ -291,7 +401,7 @@ func BenchmarkModel(b *testing.B) {
 				td := todo(fmt.Sprintf("todo_b%06d", i), "P2", "bench")
 				recs.todos[td.ID] = td
 				m.PutTodo(td)
-				if _, err := m.Render(recs); err != nil {
+				if _, err := m.Render(recs, time.Time{}); err != nil {
 					b.Fatal(err)
 				}
 				_ = m.Encode()

@@ -13,19 +13,23 @@ import (
 // checksum. It is a cache: a model that does not decode is rebuilt from the
 // records.
 //
-//	"LXBM" version
+//	"LXBM" version renderer
 //	goal:   present byte, id, title, status, handoff mode
 //	todos:  count, then in board order: id, priority, status, flags,
-//	        dependency count and ids, [text, dependency key]
-//	leases: count, then by todo id: todo id, flags, [latest start], [chart]
+//	        [claim expiry], dependency count and ids, [text, dependency key]
+//	leases: count, then by todo id: todo id, flags, expiry, [latest start],
+//	        [chart]
 //	CRC-32 (IEEE) of everything before it, big endian
 //
-// Strings are a uvarint length and the bytes. Only the texts the last
-// Render wrote are kept.
+// Strings are a uvarint length and the bytes; times a varint of Unix
+// seconds and a uvarint of nanoseconds. Only the texts the last Render
+// wrote are kept, each flagged with how its claim and its lease counted
+// when it was written. Version 1 (before the board had a render time)
+// kept no expiries: it is refused, and the model rebuilt.
 
 const (
 	modelMagic   = "LXBM"
-	modelVersion = 1
+	modelVersion = 2
 )
 
 const (
@@ -33,6 +37,9 @@ const (
 	flagClaimed
 	flagText
 	flagLeased
+	flagExpiring
+	flagTextClaimLive
+	flagTextLeaseLive
 )
 
 const (
@@ -48,6 +55,9 @@ func (m *Model) Encode() []byte {
 	size := 64 + len(m.goal.title)
 	for _, e := range m.order {
 		size += 16 + len(e.id) + len(e.priority) + len(e.status)
+		if e.claimUntil != nil {
+			size += 16
+		}
 		for _, d := range e.deps {
 			size += 4 + len(d)
 		}
@@ -56,11 +66,15 @@ func (m *Model) Encode() []byte {
 		}
 	}
 	for _, e := range m.leases {
-		size += 24 + len(e.todoID) + len(e.chart)
+		size += 40 + len(e.todoID) + len(e.chart)
 	}
 	b := make([]byte, 0, size)
-	b = append(append(b, modelMagic...), modelVersion)
+	b = append(append(b, modelMagic...), modelVersion, byte(m.renderer))
 	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
+	stamp := func(t time.Time) {
+		b = binary.AppendVarint(b, t.Unix())
+		b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
+	}
 	g := m.goal
 	if g.present {
 		b = append(b, 1)
@@ -90,7 +104,19 @@ func (m *Model) Encode() []byte {
 		if e.leased {
 			f |= flagLeased
 		}
+		if e.claimUntil != nil {
+			f |= flagExpiring
+		}
+		if keep && e.text.live.claim {
+			f |= flagTextClaimLive
+		}
+		if keep && e.text.live.lease {
+			f |= flagTextLeaseLive
+		}
 		b = append(b, f)
+		if e.claimUntil != nil {
+			stamp(*e.claimUntil)
+		}
 		b = binary.AppendUvarint(b, uint64(len(e.deps)))
 		for _, d := range e.deps {
 			str(d)
@@ -115,9 +141,9 @@ func (m *Model) Encode() []byte {
 			f |= flagChart
 		}
 		b = append(b, f)
+		stamp(e.expires)
 		if e.holders {
-			b = binary.AppendVarint(b, e.latest.Unix())
-			b = binary.AppendUvarint(b, uint64(e.latest.Nanosecond()))
+			stamp(e.latest)
 		}
 		if keep {
 			str(e.chart)
@@ -169,6 +195,17 @@ func (r *modelReader) varint() int64 {
 	r.b = r.b[n:]
 	r.off += n
 	return v
+}
+
+// time reads a time stamp wrote (nanoseconds below a second).
+func (r *modelReader) time() time.Time {
+	sec := r.varint()
+	nsec := r.uvarint()
+	if nsec >= 1e9 {
+		r.bad = true
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
 }
 
 // count reads a count no larger than the bytes left (each item takes one).
@@ -230,6 +267,9 @@ func DecodeModel(data []byte) (*Model, error) {
 	b := body[len(modelMagic)+1:]
 	r := &modelReader{b: b, s: string(b)}
 	m := NewModel()
+	if m.renderer = int(r.byte()); m.renderer != RendererTimed && m.renderer != RendererUntimed {
+		return nil, errBadModel
+	}
 	m.goal.present = r.byte() == 1
 	m.goal.id, m.goal.title, m.goal.status, m.goal.handoffMode = r.str(), r.str(), r.str(), r.str()
 	n := r.count()
@@ -239,7 +279,15 @@ func DecodeModel(data []byte) (*Model, error) {
 		e := &slab[i]
 		e.id, e.priority, e.status = r.str(), r.intern(), r.intern()
 		f := r.byte()
+		if f&^(flagArchived|flagClaimed|flagText|flagLeased|flagExpiring|flagTextClaimLive|flagTextLeaseLive) != 0 ||
+			(f&flagText == 0 && f&(flagTextClaimLive|flagTextLeaseLive) != 0) {
+			return nil, errBadModel
+		}
 		e.archived, e.claimed, e.leased = f&flagArchived != 0, f&flagClaimed != 0, f&flagLeased != 0
+		if f&flagExpiring != 0 {
+			until := r.time()
+			e.claimUntil = &until
+		}
 		if nd := r.count(); nd > 0 {
 			e.deps = make([]string, nd)
 			for j := range e.deps {
@@ -247,7 +295,8 @@ func DecodeModel(data []byte) (*Model, error) {
 			}
 		}
 		if f&flagText != 0 {
-			e.text = &todoText{lines: r.str(), depKey: r.str()}
+			e.text = &todoText{lines: r.str(), depKey: r.str(),
+				live: live{claim: f&flagTextClaimLive != 0, lease: f&flagTextLeaseLive != 0}}
 		}
 		if k := len(m.order); k > 0 && orderCmp(m.order[k-1], e) >= 0 {
 			return nil, errBadModel
@@ -261,14 +310,13 @@ func DecodeModel(data []byte) (*Model, error) {
 		e := &lslab[i]
 		e.todoID = r.str()
 		f := r.byte()
+		if f&^(flagActive|flagHolders|flagChart) != 0 {
+			return nil, errBadModel
+		}
 		e.active, e.holders = f&flagActive != 0, f&flagHolders != 0
+		e.expires = r.time()
 		if e.holders {
-			sec := r.varint()
-			nsec := r.uvarint()
-			if nsec >= 1e9 {
-				return nil, errBadModel
-			}
-			e.latest = time.Unix(sec, int64(nsec)).UTC()
+			e.latest = r.time()
 		}
 		if f&flagChart != 0 {
 			e.chart = r.str()

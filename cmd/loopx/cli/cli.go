@@ -92,7 +92,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e))
+		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e))
 	root.SetHelpCommand(helpCmd(root))
 	root.InitDefaultCompletionCmd()
 	e.installRails(root)
@@ -140,7 +140,8 @@ func formatFromArgs(args []string, stdout io.Writer) string {
 
 // options builds the store options from flags and environment.
 func (e *env) options() (loopx.Options, error) {
-	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL"), Remote: e.remote, Offline: e.offline}
+	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL"), Remote: e.remote, Offline: e.offline,
+		SigningKey: os.Getenv("LOOPX_SIGNING_KEY"), SSHAuthSock: os.Getenv("SSH_AUTH_SOCK")}
 	if s := os.Getenv("LOOPX_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -64,6 +64,8 @@ var ignoredFlags = []struct {
 	{"status", []string{}},
 	{"guard install", []string{"goal-id"}},
 	{"guard check", []string{"goal-id"}},
+	{"server-hook install", []string{"goal-id", "remote", "offline"}},
+	{"server-hook pre-receive", []string{"goal-id", "remote", "offline"}},
 	{"version", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 	{"demo", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 }
@@ -214,7 +216,10 @@ func classify(err error) *lease.Error {
 	}
 	var ae *actionError
 	if errors.As(err, &ae) {
-		return lease.Errorf(lease.CodeInvalidRequest, "%s", ae.err.Error())
+		// An error of a command's own action that carries no contract
+		// code was not a decided refusal (only those exit 1): reading or
+		// writing files, the terminal. Retrying may help.
+		return lease.Errorf(lease.CodeStoreIO, "%s", ae.err.Error())
 	}
 	return lease.Errorf(lease.CodeUsage, "%s", err.Error())
 }

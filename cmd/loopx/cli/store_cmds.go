@@ -52,6 +52,7 @@ when the folder is not inside a repository. Running it again changes nothing.`,
 	c.Flags().StringVar(&in.Remote, "remote", "", "remote that holds the shared state ref")
 	c.Flags().Int64Var(&in.MaxClockSkewSeconds, "max-clock-skew-seconds", 0, "how far the head may be dated ahead of a deciding machine's clock (default 30)")
 	c.Flags().BoolVar(&in.Force, "force", false, "start a store on --ref although the repository's store is on another ref (which is kept)")
+	c.Flags().BoolVar(&in.RequireSignatures, "require-signatures", false, "every later state commit must be signed by its acting agent's registered key (cannot be turned off)")
 	return c
 }
 
@@ -159,7 +160,7 @@ func agentCmd(e *env) *cobra.Command {
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListAgents(e.goal) })
 		},
 	}
-	c.AddCommand(register, unregister, list)
+	c.AddCommand(register, unregister, list, rotateKeyCmd(e))
 	return c
 }
 

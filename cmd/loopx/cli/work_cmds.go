@@ -280,7 +280,7 @@ board to FILE; --output - writes the board bytes to stdout instead of the result
 			}
 			if output != "" {
 				if err := os.WriteFile(output, board, 0o644); err != nil {
-					return lease.Errorf(lease.CodeInvalidRequest, "write %s: %v", output, err)
+					return lease.Errorf(lease.CodeStoreIO, "write %s: %v: retry once the cause is fixed", output, err).With("path", output)
 				}
 			}
 			return e.print(res)

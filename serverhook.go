@@ -1,0 +1,318 @@
+package loopx
+
+// The server-side check (contract section 7): `loopx server-hook
+// pre-receive`, run by a Git server's pre-receive hook, refuses a push to
+// a state ref unless every new commit holds:
+//
+//   - it is a fast-forward: the ref's current commit is on the new
+//     commit's first-parent history (a new ref: the whole history is
+//     checked), and no commit is a merge;
+//   - it verifies as `verify --history` verifies it (Store.verifyCommit,
+//     the same code): a state commit's recorded request re-decided on its
+//     parent at its time gives its tree, message and identity, and in a
+//     store that requires signatures it is signed by a key the parent
+//     registers for its acting agent (signed.go); a board commit is exactly
+//     the rendering of its parent;
+//   - its time is not more than the store's max_clock_skew_seconds (as
+//     its parent's loopx.yaml says) ahead of the server's clock, and not
+//     before its parent's (store.clock-reset excepted, as in verify).
+//
+// Each refused commit is one line on stderr, which git relays to the
+// pushing client ("remote: ..."), and the hook exits non-zero, so git
+// refuses the whole push and the ref does not move. Pushes to other refs
+// are not looked at. The pushed objects are still in git's quarantine
+// folder while the hook runs; gitstore reads them there (read-only).
+//
+// The hook writes nothing to the repository but one cache: the board
+// models it brought up to date (loopx-cache/board-*, as a client keeps
+// them), so the next push does not render a board from every record. A
+// model is tagged with the state commit it shows; one left by a push that
+// was then refused names a commit the server does not have, cannot be
+// brought up to date, and is rebuilt: it never changes a verdict.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// ServerHookMarker identifies loopx's block in a server's pre-receive hook.
+const ServerHookMarker = "# >>> loopx server-hook >>>"
+
+// ReceiveUpdate is one line git hands a pre-receive hook:
+// "<old sha> <new sha> <ref>".
+type ReceiveUpdate struct {
+	Old, New gitstore.Hash
+	Ref      string
+}
+
+// ParseReceiveUpdates reads a pre-receive hook's stdin. Blank lines are
+// skipped; anything else malformed is invalid_request.
+func ParseReceiveUpdates(r io.Reader) ([]ReceiveUpdate, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	var out []ReceiveUpdate
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || !isSHA(f[0]) || !isSHA(f[1]) || !strings.HasPrefix(f[2], "refs/") {
+			return nil, lease.Errorf(lease.CodeInvalidRequest, "pre-receive line %d %q: want \"<old sha> <new sha> <ref>\"", n, truncateText(line, 120))
+		}
+		out = append(out, ReceiveUpdate{Old: gitstore.ParseHash(f[0]), New: gitstore.ParseHash(f[1]), Ref: f[2]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "reading the pre-receive lines: %v", err)
+	}
+	return out, nil
+}
+
+// ServerHookRequest is one run of the pre-receive check.
+type ServerHookRequest struct {
+	// Refs are the state refs to check (default: the store's ref).
+	Refs    []string
+	Updates []ReceiveUpdate
+	// Now is the server's clock (default: the store's clock).
+	Now time.Time
+}
+
+// ServerHookData is the result of server-hook pre-receive.
+type ServerHookData struct {
+	Refs []string `json:"refs"`
+	// Checked counts the new commits checked (state and board).
+	Checked int             `json:"checked_commits"`
+	Refused []ServerRefusal `json:"refused"`
+}
+
+// ServerRefusal is one refused commit.
+type ServerRefusal struct {
+	Revision string `json:"revision"`
+	Ref      string `json:"ref"`
+	// Code is the contract code: signature_required, signature_invalid,
+	// clock_skew, or corrupt_record with the history Reason.
+	Code    string `json:"code"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message"`
+}
+
+// refusalPrefix starts every line the hook prints for a refused commit.
+const refusalPrefix = "loopx server-hook: refused "
+
+// Line is the refusal as the hook prints it (one line).
+func (r ServerRefusal) Line() string {
+	code := r.Code
+	if r.Reason != "" && r.Reason != r.Code {
+		code += " (" + r.Reason + ")"
+	}
+	return fmt.Sprintf("%s%s on %s: %s: %s", refusalPrefix, r.Revision, r.Ref, code, oneLine(r.Message, 400))
+}
+
+// oneLine folds a message onto one line of at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " / ")), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// ServerHookPreReceive checks the updates of one push (see the file
+// comment). A refused push is an error whose code is the first refusal's,
+// whose message has one line per refused commit, and whose details list
+// them (refused).
+func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result, error) {
+	refs := req.Refs
+	if len(refs) == 0 {
+		refs = []string{s.git.Ref()}
+	}
+	now := req.Now
+	if now.IsZero() {
+		now = s.opts.now()
+	}
+	d := &ServerHookData{Refs: refs, Refused: []ServerRefusal{}}
+	boards := &historyBoards{s: s, models: map[string]*historyModel{}, saved: true}
+	for _, u := range req.Updates {
+		if !slices.Contains(refs, u.Ref) {
+			continue
+		}
+		if err := s.checkReceive(u, now, boards, d); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	boards.save()
+	res := &Result{Operation: "server-hook.pre-receive", Data: d}
+	if len(d.Refused) == 0 {
+		return res, nil
+	}
+	lines := make([]string, len(d.Refused))
+	for i, r := range d.Refused {
+		lines[i] = r.Line()
+	}
+	return res, lease.Errorf(lease.Code(d.Refused[0].Code), "%s", strings.Join(lines, "\n")).With("refused", d.Refused)
+}
+
+// checkReceive checks one update of a state ref, adding its refusals to d.
+func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoards, d *ServerHookData) error {
+	refuse := func(rev gitstore.Hash, code, reason, format string, args ...any) {
+		d.Refused = append(d.Refused, ServerRefusal{Revision: rev.String(), Ref: u.Ref, Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)})
+	}
+	if u.New.IsZero() {
+		refuse(u.Old, string(lease.CodeCorruptRecord), lease.ProblemNotLinear, "the state ref cannot be deleted through this server")
+		return nil
+	}
+	// The new commits, oldest first: new's first-parent chain down to old.
+	var chain []gitstore.Hash
+	found := u.Old.IsZero()
+	err := s.repo.Log(u.New, func(c gitstore.CommitMeta) (bool, error) {
+		if c.Hash == u.Old {
+			found = true
+			return false, nil
+		}
+		chain = append(chain, c.Hash)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		refuse(u.New, string(lease.CodeCorruptRecord), lease.ProblemNotLinear, "not a fast-forward of %s: the state ref only grows (its first-parent history must contain the current commit)", u.Old)
+		return nil
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		c, err := s.commitMeta(chain[i])
+		if err != nil {
+			return err
+		}
+		d.Checked++
+		if err := s.checkServerClock(c, now); err != nil {
+			refuse(c.Hash, string(lease.CodeClockSkew), "", "%s", err.Error())
+			continue
+		}
+		if _, err := s.verifyCommit(c, boards); err != nil {
+			he, ok := err.(*lease.HistoryError)
+			if !ok {
+				return err
+			}
+			code := string(lease.CodeCorruptRecord)
+			if he.Kind == ProblemSignatureRequired || he.Kind == ProblemSignatureInvalid {
+				code = he.Kind
+			}
+			refuse(c.Hash, code, he.Kind, "%s", he.Message)
+		}
+	}
+	return nil
+}
+
+// checkServerClock refuses a commit dated more than the store's skew bound
+// (its parent's) ahead of the server's clock.
+func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) error {
+	parent, err := s.repo.Snapshot(c.Parent)
+	if err != nil {
+		return err
+	}
+	meta, _ := s.viewOf(parent).Meta() // a corrupt meta fails the verification
+	skew := lease.MaxClockSkew(meta)
+	now = now.UTC().Truncate(time.Second)
+	latest := c.When
+	if c.CommitTime.After(latest) {
+		latest = c.CommitTime
+	}
+	if latest.Sub(now) > skew {
+		return fmt.Errorf("dated %s, %s ahead of the server's clock (%s; at most %s allowed)",
+			latest.UTC().Format(time.RFC3339), latest.Sub(now).Round(time.Second), now.Format(time.RFC3339), skew)
+	}
+	return nil
+}
+
+// refusalLine matches a refusal line inside a client's remote_rejected
+// message (the server's lines joined).
+var refusalLine = regexp.MustCompile(regexp.QuoteMeta(refusalPrefix) + `([0-9a-f]{40}) on (\S+): ([a-z_]+)(?: \(([a-z_]+)\))?: `)
+
+// serverRefusals reads the refusals of a loopx server hook out of a
+// remote_rejected message (nil when it holds none).
+func serverRefusals(msg string) []ServerRefusal {
+	var out []ServerRefusal
+	locs := refusalLine.FindAllStringSubmatchIndex(msg, -1)
+	for i, m := range locs {
+		end := len(msg)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		text := strings.TrimSpace(msg[m[1]:end])
+		text = strings.TrimRight(strings.TrimSuffix(strings.TrimSpace(strings.TrimRight(text, ")")), ";"), " ")
+		r := ServerRefusal{Revision: msg[m[2]:m[3]], Ref: msg[m[4]:m[5]], Code: msg[m[6]:m[7]], Message: text}
+		if m[8] >= 0 {
+			r.Reason = msg[m[8]:m[9]]
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ServerHookInstallData is the result of server-hook install.
+type ServerHookInstallData struct {
+	Hook    string   `json:"hook"`
+	Refs    []string `json:"refs"`
+	Changed bool     `json:"changed"`
+	Loopx   string   `json:"loopx"`
+}
+
+// ServerHookInstall writes loopx's block into the repository's pre-receive
+// hook (chained after an existing hook, which runs first with the same
+// stdin; idempotent: a hook holding the block is left as it is). The
+// block runs `exe server-hook pre-receive --ref R...` (exe: this loopx by
+// its absolute path, else `loopx` on PATH). A push to a state ref while
+// loopx cannot be found is refused: the check fails closed.
+func (s *Store) ServerHookInstall(refs []string, exe string) (*Result, error) {
+	if len(refs) == 0 {
+		refs = []string{s.git.Ref()}
+	}
+	for _, r := range refs {
+		if !strings.HasPrefix(r, "refs/") || strings.ContainsAny(r, " \t\n'\"\\$`") {
+			return nil, lease.Errorf(lease.CodeInvalidRequest, "--ref %q: want a full ref name (refs/...)", r).With("field", "ref")
+		}
+	}
+	changed, path, err := s.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, exe))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if exe == "" {
+		exe = "loopx"
+	}
+	return &Result{Operation: "server-hook.install", Data: ServerHookInstallData{Hook: path, Refs: refs, Changed: changed, Loopx: exe}}, nil
+}
+
+// serverHookSnippet is loopx's block in a server's pre-receive hook.
+func serverHookSnippet(refs []string, exe string) string {
+	find := "loopx_bin=loopx\n"
+	if exe != "" {
+		find = "loopx_bin=" + shellQuote(exe) + "\n" +
+			"[ -x \"$loopx_bin\" ] || loopx_bin=loopx\n"
+	}
+	args := ""
+	for _, r := range refs {
+		args += " --ref " + shellQuote(r)
+	}
+	return ServerHookMarker + "\n" +
+		"# Installed by `loopx server-hook install`: refuses a push to the loopx state ref\n" +
+		"# unless every new commit is a fast-forward, re-verifies (verify --history), is\n" +
+		"# dated within the store's clock-skew bound of this server's clock and, in a\n" +
+		"# store that requires signatures, is signed by its agent's registered key.\n" +
+		"# Pushes to other refs are not checked. Delete this block to uninstall.\n" +
+		find +
+		"if ! command -v \"$loopx_bin\" >/dev/null 2>&1; then\n" +
+		"\techo 'loopx server-hook: loopx is not installed on this server: refusing the push (the check fails closed)' >&2\n" +
+		"\texit 1\n" +
+		"fi\n" +
+		"\"$loopx_bin\" server-hook pre-receive" + args + " --format text --repo \"${GIT_DIR:-.}\" || exit $?\n" +
+		"# <<< loopx server-hook <<<\n"
+}

@@ -1,0 +1,228 @@
+package loopx
+
+// Signed state commits (contract section 7; the rule of who signs is
+// lease.CommitSigner's). A mutation signs its state commit the way git signs
+// with gpg.format=ssh, with the key found as git finds it
+// (signing.Resolve): $LOOPX_SIGNING_KEY (Options.SigningKey), else git's
+// user.signingKey when gpg.format is ssh, else the ssh-agent's copy of the
+// key the commit needs.
+//
+//   - In a store that requires signatures, a commit that no available key
+//     may sign is refused with signature_required before anything is
+//     written (the acting agent has no registered key, or no key that the
+//     rule accepts is found).
+//   - In any other store loopx signs when it can: when the acting agent has
+//     a registered key that is found, or when LOOPX_SIGNING_KEY names a key
+//     (and the agent has no other registered key). git's configuration and
+//     the ssh-agent are consulted only when the agent has a registered key,
+//     so a store without keys pays nothing. Failing to sign there is not
+//     an error: nobody checks.
+//   - Board commits are never signed (they are exact renderings; see
+//     lease/signature.go).
+//
+// verify --history (and so the server hook) checks the signature of every
+// state commit whose parent requires signatures: unsigned is
+// signature_required, a key the rule does not accept or a signature that
+// does not verify is signature_invalid.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/signing"
+	"golang.org/x/crypto/ssh"
+)
+
+// Problem kinds of a state commit's signature (verify --history's reason,
+// and the contract code the server hook prints).
+const (
+	ProblemSignatureRequired = string(lease.CodeSignatureRequired)
+	ProblemSignatureInvalid  = string(lease.CodeSignatureInvalid)
+)
+
+// keyRing caches the signing keys a Store resolved, by the key wanted.
+type keyRing struct {
+	mu      sync.Mutex
+	keys    map[string]*signing.Key
+	errs    map[string]error
+	gitRead bool
+	gitKey  string // user.signingKey when gpg.format is ssh
+}
+
+func (r *keyRing) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.keys {
+		k.Close()
+	}
+	r.keys = nil
+}
+
+// signerRule is who must sign call's commit, judged on the snapshot it is
+// decided on (a fresh view: without the decision's own writes).
+func (s *Store) signerRule(sn *gitstore.Snapshot, call lease.Call, o *lease.Outcome) (lease.SignerRule, error) {
+	return lease.CommitSigner(s.viewOf(sn), call, o)
+}
+
+// commitSigner returns the Sign function of a state commit (nil: unsigned),
+// or signature_required when the store requires a signature that no
+// available key can make.
+func (s *Store) commitSigner(sn *gitstore.Snapshot, call lease.Call, o *lease.Outcome) (func([]byte) ([]byte, error), error) {
+	rule, err := s.signerRule(sn, call, o)
+	if err != nil {
+		return nil, err
+	}
+	if !rule.Required && len(rule.Keys) == 0 && strings.TrimSpace(s.opts.SigningKey) == "" {
+		return nil, nil
+	}
+	if rule.Required && !rule.AnyKey && len(rule.Keys) == 0 {
+		return nil, signatureRequired(rule, rule.Refusal)
+	}
+	wants := rule.Keys
+	if rule.AnyKey || len(wants) == 0 {
+		wants = []string{""}
+	}
+	var last error
+	for _, want := range wants {
+		k, err := s.signingKey(want)
+		if err == nil {
+			return gitstore.SSHSign(k), nil
+		}
+		last = err
+	}
+	if !rule.Required {
+		return nil, nil
+	}
+	return nil, signatureRequired(rule, strings.TrimPrefix(last.Error(), "signing: "))
+}
+
+func signatureRequired(rule lease.SignerRule, why string) error {
+	who := "a registered agent's key"
+	if rule.Agent != "" {
+		who = "agent " + rule.Agent + "'s registered key"
+	}
+	e := lease.Errorf(lease.CodeSignatureRequired, "this store requires signed state commits, signed by %s: %s", who, why)
+	if rule.Agent != "" {
+		e.With("agent_id", rule.Agent)
+	}
+	if fps := fingerprints(rule.Keys); len(fps) > 0 {
+		e.With("signing_keys", fps)
+	}
+	return e
+}
+
+func fingerprints(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if pub, err := signing.ParsePublicKey(k); err == nil {
+			out = append(out, pub.Type()+" "+ssh.FingerprintSHA256(pub))
+		}
+	}
+	return out
+}
+
+// signingKey resolves (once per Store) the signer of want ("" for any
+// configured key).
+func (s *Store) signingKey(want string) (*signing.Key, error) {
+	r := s.keys
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k, ok := r.keys[want]; ok {
+		return k, nil
+	}
+	if err, ok := r.errs[want]; ok {
+		return nil, err
+	}
+	cfg := signing.Config{SigningKey: s.opts.SigningKey, AuthSock: s.opts.SSHAuthSock}
+	if strings.TrimSpace(cfg.SigningKey) == "" {
+		cfg.GitSigningKey = r.gitSigningKey(s.git)
+	}
+	if want != "" {
+		pub, err := signing.ParsePublicKey(want)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Want = pub
+	}
+	k, err := signing.Resolve(cfg)
+	if r.keys == nil {
+		r.keys, r.errs = map[string]*signing.Key{}, map[string]error{}
+	}
+	if err != nil {
+		r.errs[want] = err
+		return nil, err
+	}
+	r.keys[want] = k
+	return k, nil
+}
+
+// gitSigningKey is git's user.signingKey, read once, when gpg.format is
+// ssh (git reads it as an SSH key only then).
+func (r *keyRing) gitSigningKey(g *gitstore.Store) string {
+	if r.gitRead || g == nil {
+		return r.gitKey
+	}
+	r.gitRead = true
+	if f, err := g.ConfigValue("gpg.format"); err != nil || !strings.EqualFold(f, "ssh") {
+		return ""
+	}
+	r.gitKey, _ = g.ConfigValue("user.signingkey")
+	return r.gitKey
+}
+
+// checkSignature verifies the signature of state commit c against the rule
+// of its parent (a *lease.HistoryError when it does not hold).
+func (s *Store) checkSignature(c gitstore.CommitMeta, parent *gitstore.Snapshot, call lease.Call, o *lease.Outcome) error {
+	rule, err := s.signerRule(parent, call, o)
+	if err != nil || !rule.Required {
+		return err
+	}
+	who := "a registered agent's key"
+	if rule.Agent != "" {
+		who = "agent " + rule.Agent + "'s registered key"
+	}
+	if s.git == nil {
+		return historyProblem(ProblemSignatureRequired, "this repository keeps no signatures")
+	}
+	payload, sig, err := s.git.CommitSignature(c.Hash)
+	if err != nil {
+		return err
+	}
+	if sig == nil {
+		if !rule.AnyKey && len(rule.Keys) == 0 {
+			return historyProblem(ProblemSignatureRequired, "not signed, and nobody can sign it: %s", rule.Refusal)
+		}
+		return historyProblem(ProblemSignatureRequired, "the store requires signed state commits and this one is not signed (by %s)", who)
+	}
+	pub, err := gitstore.SSHSignatureKey(sig)
+	if err != nil {
+		return historyProblem(ProblemSignatureInvalid, "%v", strings.TrimPrefix(err.Error(), "gitstore: "))
+	}
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
+	if !rule.Accepts(key) {
+		want := strings.Join(fingerprints(rule.Keys), ", ")
+		if want == "" {
+			want = "none: " + rule.Refusal
+		}
+		return historyProblem(ProblemSignatureInvalid, "signed by %s %s, not by %s (%s)", pub.Type(), ssh.FingerprintSHA256(pub), who, want)
+	}
+	if err := gitstore.VerifySSH(payload, sig, pub); err != nil {
+		if errors.Is(err, gitstore.ErrBadSignature) {
+			return historyProblem(ProblemSignatureInvalid, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
+		}
+		return fmt.Errorf("verify signature of %s: %w", c.Hash, err)
+	}
+	return nil
+}
+
+// RotateKey replaces an agent's signing key (agent.rotate-key).
+func (s *Store) RotateKey(req lease.RotateKeyRequest) (*Result, error) {
+	return s.Apply(lease.CallOf(req))
+}
