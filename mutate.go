@@ -33,6 +33,13 @@ func (f files) Walk(dir string, fn func(string, []byte) error) error {
 func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
 	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
 }
+func (f files) HashOf(p string) (string, bool, error) {
+	h, ok, err := f.sn.HashOf(p)
+	if !ok || err != nil {
+		return "", ok, err
+	}
+	return h.String(), true, nil
+}
 func (f files) ReadHash(hash string) ([]byte, error) {
 	return f.sn.ReadBlob(gitstore.ParseHash(hash))
 }
@@ -209,7 +216,8 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 // report renders what one mutation did in the contract's envelope.
 func (s *Store) report(a attempt, tx gitstore.TxResult) *Result {
 	out := a.out
-	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status, Data: out.Data}
+	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status, Data: out.Data,
+		Attempts: tx.Attempts, LostRaces: tx.Conflicts}
 	switch {
 	case out.Write:
 		res.Revision = revString(tx.State)

@@ -42,6 +42,11 @@ type Result struct {
 	// ClockSkew is set on reads of a head dated beyond the store's skew
 	// bound ahead of this machine's clock (lease/clock.go).
 	ClockSkew *lease.Skew
+	// Attempts and LostRaces say how a mutation's transaction went: its
+	// decisions, and the compare-and-swaps it lost to other writers (each
+	// one a decision made again on a newer head). Not part of the JSON
+	// envelope: the CLI prints them on stderr when LOOPX_TX_STATS=1 asks.
+	Attempts, LostRaces int
 }
 
 // MarshalJSON renders the contract's envelope: Data's fields (or Data as

@@ -165,3 +165,33 @@ func ParseHash(str string) Hash {
 	}
 	return plumbing.NewHash(str)
 }
+
+// HashOf returns the blob hash of the file at path without reading it (ok
+// is false when there is no file there): a content-addressed cache decides
+// from it whether the file needs reading at all.
+func (sn *Snapshot) HashOf(path string) (Hash, bool, error) {
+	if err := validatePath(path); err != nil {
+		return ZeroHash, false, err
+	}
+	if sn.mem != nil {
+		data, ok := sn.mem.files[path]
+		if !ok {
+			return ZeroHash, false, nil
+		}
+		return hashObject(plumbing.BlobObject, data), true, nil
+	}
+	if sn.tree.IsZero() {
+		return ZeroHash, false, nil
+	}
+	s := sn.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ZeroHash, false, errClosed
+	}
+	e, found, err := s.lookup(sn.tree, splitPath(path))
+	if err != nil || !found || !e.isBlob() {
+		return ZeroHash, false, err
+	}
+	return e.hash, true, nil
+}

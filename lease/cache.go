@@ -17,6 +17,12 @@ type HashedFiles interface {
 	ReadHash(hash string) ([]byte, error)
 }
 
+// PathHasher is implemented by Files that can name the blob at a path
+// without reading it: single-record reads then go through the record cache.
+type PathHasher interface {
+	HashOf(path string) (hash string, ok bool, err error)
+}
+
 // RecordCache holds decoded, validated todos and leases by the hash of their
 // bytes. Content addressing makes every hit correct; the cache is only an
 // optimisation and may be dropped at any time.

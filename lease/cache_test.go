@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hashedFiles is a MemFiles that can enumerate content hashes, like a
@@ -169,5 +170,71 @@ func TestLeaseClone(t *testing.T) {
 				t.Fatal("the clone shares memory with the lease")
 			}
 		}
+	}
+}
+
+// pathHashedFiles can also name the blob at a path (as a gitstore
+// snapshot can), so single-record reads go through the cache.
+type pathHashedFiles struct{ hashedFiles }
+
+func (h *pathHashedFiles) HashOf(p string) (string, bool, error) {
+	data, ok, err := h.MemFiles.Read(p)
+	if !ok || err != nil {
+		return "", ok, err
+	}
+	return "h:" + string(data), true, nil
+}
+
+func TestLeaseReadsGoThroughTheCache(t *testing.T) {
+	files := &pathHashedFiles{hashedFiles{MemFiles: MemFiles{}}}
+	v := NewView(files, "r1", tlT0)
+	v.PutLease("g", &Lease{TodoID: "todo_alpha", Owner: "agent-a", IdempotencyKey: "k", Version: 1, Epoch: 1, Status: LeaseActive,
+		WriteScopes: []string{"src/**"}, AcquiredAt: tlT0, ExpiresAt: tlT0.Add(time.Hour)})
+	files.Apply(v.Changes())
+
+	c := NewRecordCache(nil)
+	read := func(rev string) *Lease {
+		t.Helper()
+		w := NewView(files, rev, tlT0)
+		w.UseCache(c)
+		l, err := w.leaseRecord("g", "todo_alpha")
+		if err != nil || l == nil {
+			t.Fatalf("leaseRecord: %v %v", l, err)
+		}
+		return l
+	}
+	first := read("r1")
+	if files.reads != 1 || first.Owner != "agent-a" {
+		t.Fatalf("first read: %d blob reads, %+v", files.reads, first)
+	}
+	// What a caller gets is its own: changing it does not change the cache.
+	first.Owner, first.WriteScopes[0] = "changed", "changed/**"
+	second := read("r2")
+	if files.reads != 1 {
+		t.Fatalf("second read of the same bytes read %d blobs (want the cache)", files.reads)
+	}
+	if second.Owner != "agent-a" || second.WriteScopes[0] != "src/**" {
+		t.Fatalf("cache was modified through a returned lease: %+v", second)
+	}
+	// A decision's own write is read as written, not from the cache.
+	w := NewView(files, "r2", tlT0)
+	w.UseCache(c)
+	mine := second.Clone()
+	mine.Version = 2
+	w.PutLease("g", mine)
+	if l, err := w.leaseRecord("g", "todo_alpha"); err != nil || l.Version != 2 {
+		t.Fatalf("read after a write: %+v %v", l, err)
+	}
+	// A missing record is no lease, a record at another todo's path is
+	// corrupt, as without the cache.
+	if l, err := w.leaseRecord("g", "todo_beta"); err != nil || l != nil {
+		t.Fatalf("missing lease: %+v %v", l, err)
+	}
+	data, _, _ := files.Read(LeasePath("g", "todo_alpha"))
+	files.MemFiles[LeasePath("g", "todo_gamma")] = data
+	x := NewView(files, "r3", tlT0)
+	x.UseCache(c)
+	if _, err := x.leaseRecord("g", "todo_gamma"); err == nil {
+		t.Fatal("a lease stored at another todo's path was read without error")
 	}
 }

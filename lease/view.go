@@ -451,6 +451,12 @@ func (v *View) leaseOfRecord(goal string, t *Todo) (*Lease, error) {
 
 func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 	p := LeasePath(goal, todo)
+	if l, ok, err := v.cachedLeaseAt(p); ok || err != nil {
+		if err != nil || l == nil {
+			return nil, err
+		}
+		return l.Clone(), checkID(p, l.TodoID, todo)
+	}
 	data, ok, err := v.read(p)
 	if !ok || err != nil {
 		return nil, err
@@ -460,6 +466,43 @@ func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 		return nil, err
 	}
 	return &l, checkID(p, l.TodoID, todo)
+}
+
+// cachedLeaseAt reads the lease record at p through the record cache
+// (shared: read only) when the files can name its blob: a lease record
+// holds its recent holders and receipts, and decoding its YAML again on
+// every read is most of a read of the goal's active leases. answered is
+// false when the cache cannot answer (a decision's own write at p, no
+// cache, files without hashes): then read it as usual.
+func (v *View) cachedLeaseAt(p string) (l *Lease, answered bool, err error) {
+	ph, ok := v.files.(PathHasher)
+	hf, ok2 := v.files.(HashedFiles)
+	if !ok || !ok2 || v.cache == nil {
+		return nil, false, nil
+	}
+	if _, written := v.writes[p]; written {
+		return nil, false, nil
+	}
+	hash, found, err := ph.HashOf(p)
+	if err != nil {
+		return nil, true, err
+	}
+	if !found {
+		return nil, true, nil
+	}
+	if l, ok := v.cachedLease(hash); ok {
+		return l, true, nil
+	}
+	data, err := hf.ReadHash(hash)
+	if err != nil {
+		return nil, true, err
+	}
+	l = &Lease{}
+	if err := DecodeAt(p, data, l); err != nil {
+		return nil, true, err
+	}
+	v.cacheLease(hash, l)
+	return l, true, nil
 }
 
 // leaseScan returns, for scans that look up the lease of every todo they

@@ -148,10 +148,19 @@ func testCommitAndRead(t *testing.T, s Subject) {
 		if string(data) != want {
 			t.Errorf("ReadBlob(%s) = %q, want %q", p, data, want)
 		}
+		// HashOf names the same blob a walk does, without reading it.
+		if hp, ok, err := sn.HashOf(p); err != nil || !ok || hp != h {
+			t.Errorf("HashOf(%s) = %s %v %v, want %s", p, hp, ok, err, h)
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range []string{"a", "a/c", "a/missing.yaml", "missing/b.yaml"} {
+		if h, ok, err := sn.HashOf(p); err != nil || ok || !h.IsZero() {
+			t.Errorf("HashOf(%s) = %s %v %v, want no file", p, h, ok, err)
+		}
 	}
 	// A second commit on it: deletes a directory, keeps the rest.
 	res2 := commit(t, s, "second", 2, gitstore.Change{Path: "a/c", Delete: true}, put("a/b.yaml", "4"))

@@ -192,6 +192,10 @@ func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
 }
 
 func (e *env) print(res *loopx.Result) error {
+	if res.Mutation && res.Attempts > 0 && os.Getenv("LOOPX_TX_STATS") == "1" {
+		// How the transaction went (benchmarks of contention).
+		fmt.Fprintf(e.stderr, "loopx: tx: {\"attempts\":%d,\"lost_races\":%d}\n", res.Attempts, res.LostRaces)
+	}
 	if e.format == "json" {
 		// Written as it is encoded (a 10,000-todo list is 3 MB), not
 		// through json.Marshal, which would hold it, check it and copy it.
