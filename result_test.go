@@ -3,6 +3,8 @@ package loopx
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -382,6 +384,46 @@ func FuzzTodoViewJSON(f *testing.F) {
 		}
 		if got, ok := appendTodoView(nil, &tv); !ok || !bytes.Equal(got, want) {
 			t.Fatalf("got %s (ok %v)\nwant %s", got, ok, want)
+		}
+	})
+}
+
+// BenchmarkTodoListJSON writes a 10,000-todo list as `todo list` prints
+// it; "reflect" is the way each view was written before appendTodoView
+// (json.Marshal, then its keys reordered).
+func BenchmarkTodoListJSON(b *testing.B) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	views := make([]lease.TodoView, 10000)
+	for i := range views {
+		id := fmt.Sprintf("todo_seed_%06d", i)
+		views[i] = lease.TodoView{Todo: lease.Todo{ID: id, Text: "seeded " + id, Status: lease.TodoOpen, Priority: "P3",
+			DependsOn: []string{}, RequiredWriteScopes: []string{fmt.Sprintf("seed/%d/**", i)}, ExcludedAgents: []string{},
+			Evidence: []string{}, CreatedAt: at, UpdatedAt: at}, Notes: []lease.NoteView{}}
+	}
+	res := &Result{Operation: "todo.list", CurrentRevision: "2a27fd68c12935a3ee234b31ee03b99e11081da7", Cursor: 7,
+		Data: map[string]any{"goal_id": "g", "todos": views, "count": len(views)}}
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := res.WriteJSON(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		var s jsonSorter
+		var buf []byte
+		for b.Loop() {
+			for i := range views {
+				raw, err := json.Marshal(&views[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if buf, err = s.appendValue(buf[:0], raw); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	})
 }
