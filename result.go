@@ -195,6 +195,7 @@ func isLongList(v any) bool {
 // one element at a time: each element is marshalled through its address,
 // as the elements of a slice are addressable (so methods on the pointer
 // apply as they would there).
+//
 // A list of todo views (list, ready) is written by appendTodoView, each
 // view it cannot write the same way as any other element.
 func writeList(w *bufio.Writer, s *jsonSorter, v any) error {

@@ -391,7 +391,7 @@ func (v *View) Todos(goal string) ([]*Todo, error) {
 func (v *View) todosShared(goal string) ([]*Todo, error) {
 	var out []*Todo
 	dir := TodosDir(goal)
-	err := scanRecords(v, TodosDir(goal), func(c *RecordCache) map[string]*Todo { return c.todos },
+	err := scanRecords(v, dir, func(c *RecordCache) map[string]*Todo { return c.todos },
 		func(p string, data []byte) (*Todo, error) {
 			var t Todo
 			return &t, DecodeAt(p, data, &t)
