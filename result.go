@@ -200,13 +200,24 @@ func isLongList(v any) bool {
 // one element at a time: each element is marshalled through its address,
 // as the elements of a slice are addressable (so methods on the pointer
 // apply as they would there).
+//
+// A list of todo views (list, ready) is written by appendTodoView, each
+// view it cannot write the same way as any other element.
 func writeList(w *bufio.Writer, s *jsonSorter, v any) error {
+	views, _ := v.([]lease.TodoView)
 	rv := reflect.ValueOf(v)
 	var buf []byte
 	w.WriteByte('[')
 	for i := 0; i < rv.Len(); i++ {
 		if i > 0 {
 			w.WriteByte(',')
+		}
+		if views != nil {
+			var ok bool
+			if buf, ok = appendTodoView(buf[:0], &views[i]); ok {
+				w.Write(buf)
+				continue
+			}
 		}
 		raw, err := json.Marshal(rv.Index(i).Addr().Interface())
 		if err != nil {

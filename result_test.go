@@ -3,6 +3,11 @@ package loopx
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,4 +227,203 @@ func reverseKeys(t *testing.T, raw []byte) []byte {
 		return append(out, ']')
 	}
 	return raw
+}
+
+// randomFill sets every exported field reachable from v (a settable
+// value) to a random value, nil and empty included, with strings full of
+// what JSON escapes and times in odd zones, some beyond RFC 3339's years.
+// A field added to the records is filled too, so a fast encoder that does
+// not know it writes different bytes.
+func randomFill(r *rand.Rand, v reflect.Value, depth int) {
+	pieces := []string{"", "a", "todo_x", "<", ">", "&", `"`, `\`, "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t",
+		"\u2028", "\u2029", "é", "日本", "\xff", "\x80", "\xe2\x80", "\u007f", " ", "\U0001F600", "\ufffd"}
+	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+1800), time.FixedZone("X", -8*3600), time.FixedZone("", 30)}
+	switch v.Kind() {
+	case reflect.String:
+		var b strings.Builder
+		for n := r.IntN(4); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		v.SetString(b.String())
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		switch r.IntN(3) {
+		case 0:
+			v.SetInt(0)
+		case 1:
+			v.SetInt(r.Int64N(100) - 50)
+		default:
+			v.SetInt(r.Int64())
+		}
+	case reflect.Slice:
+		switch r.IntN(4) {
+		case 0:
+			v.SetZero()
+		case 1:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		default:
+			n := 1 + r.IntN(3)
+			s := reflect.MakeSlice(v.Type(), n, n)
+			for i := 0; i < n; i++ {
+				randomFill(r, s.Index(i), depth+1)
+			}
+			v.Set(s)
+		}
+	case reflect.Pointer:
+		if r.IntN(3) == 0 || depth > 4 {
+			v.SetZero()
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		randomFill(r, p.Elem(), depth+1)
+		v.Set(p)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			year := 1970 + r.IntN(80)
+			if r.IntN(50) == 0 {
+				year = 10000 + r.IntN(5) // encoding/json refuses it
+			}
+			t := time.Date(year, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), []int{0, 1, 500000000, r.IntN(1e9)}[r.IntN(4)], zones[r.IntN(len(zones))])
+			v.Set(reflect.ValueOf(t))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				randomFill(r, v.Field(i), depth+1)
+			}
+		}
+	default:
+		panic("randomFill: no rule for " + v.Type().String())
+	}
+}
+
+// TestTodoViewJSON: appendTodoView writes encoding/json's bytes with the
+// keys sorted for every todo view without relations, and declines (for
+// the slow path) those with relations and those encoding/json refuses.
+func TestTodoViewJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	refused := 0
+	for i := 0; i < 5000; i++ {
+		var tv lease.TodoView
+		randomFill(r, reflect.ValueOf(&tv).Elem(), 0)
+		withRelations := tv.TodoRelations != nil
+		if i%2 == 0 {
+			tv.TodoRelations, withRelations = nil, false
+		}
+		raw, err := json.Marshal(&tv)
+		got, ok := appendTodoView(nil, &tv)
+		if err != nil || withRelations {
+			if ok {
+				t.Fatalf("wrote %s, want the slow path (marshal error %v, relations %v)", got, err, withRelations)
+			}
+			refused++
+			continue
+		}
+		want, err := sortedJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\n got %s (ok %v)\nwant %s", tv, got, ok, want)
+		}
+	}
+	if refused == 0 || refused > 2500+500 {
+		t.Fatalf("%d of 5000 refused: the fill does not exercise both paths", refused)
+	}
+	// Through a result, with views of each kind in one long list.
+	views := make([]lease.TodoView, 200)
+	for i := range views {
+		randomFill(r, reflect.ValueOf(&views[i]).Elem(), 0)
+		for _, tm := range []*time.Time{&views[i].CreatedAt, &views[i].UpdatedAt} {
+			*tm = tm.AddDate(2000-tm.Year(), 0, 0) // no marshal errors here
+		}
+		views[i].ClaimedAt, views[i].ClaimExpiresAt, views[i].ClosedAt, views[i].Notes = nil, nil, nil, nil
+		if i%3 != 0 {
+			views[i].TodoRelations = nil
+		}
+		if views[i].TodoRelations != nil {
+			views[i].TodoRelations.Lease = nil
+		}
+	}
+	res := &Result{Operation: "todo.list", Data: map[string]any{"todos": views, "count": len(views)}}
+	// The map round trip of legacyMarshal rewrites what it decodes
+	// (invalid UTF-8, large integers); WriteJSON's bytes are those of
+	// encoding/json with the keys sorted.
+	raw, err := json.Marshal(map[string]any{"todos": views, "count": len(views), "ok": true, "operation": "todo.list",
+		"provider": "git", "current_provider_revision": "", "current_cursor": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sortedJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := res.WriteJSON(&b); err != nil || !bytes.Equal(b.Bytes(), want) {
+		t.Fatalf("written %v:\n got %s\nwant %s", err, b.Bytes(), want)
+	}
+}
+
+// FuzzTodoViewJSON varies the text of a todo and of its note.
+func FuzzTodoViewJSON(f *testing.F) {
+	for _, s := range []string{"plain", "<b>&amp;</b>", "\u2028\x00\xff", `"\`} {
+		f.Add(s, s)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600))
+	f.Fuzz(func(t *testing.T, text, note string) {
+		tv := lease.TodoView{Todo: lease.Todo{ID: text, Text: text, Status: note, CreatedAt: at, ClaimedAt: &at, DependsOn: []string{note, text}},
+			Notes: []lease.NoteView{{Note: lease.Note{Text: note, Author: text, At: at, Facts: lease.NoteFacts{LeaseOwner: note}}}}}
+		raw, err := json.Marshal(&tv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sortedJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := appendTodoView(nil, &tv); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("got %s (ok %v)\nwant %s", got, ok, want)
+		}
+	})
+}
+
+// BenchmarkTodoListJSON writes a 10,000-todo list as `todo list` prints
+// it; "reflect" is the way each view was written before appendTodoView
+// (json.Marshal, then its keys reordered).
+func BenchmarkTodoListJSON(b *testing.B) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	views := make([]lease.TodoView, 10000)
+	for i := range views {
+		id := fmt.Sprintf("todo_seed_%06d", i)
+		views[i] = lease.TodoView{Todo: lease.Todo{ID: id, Text: "seeded " + id, Status: lease.TodoOpen, Priority: "P3",
+			DependsOn: []string{}, RequiredWriteScopes: []string{fmt.Sprintf("seed/%d/**", i)}, ExcludedAgents: []string{},
+			Evidence: []string{}, CreatedAt: at, UpdatedAt: at}, Notes: []lease.NoteView{}}
+	}
+	res := &Result{Operation: "todo.list", CurrentRevision: "2a27fd68c12935a3ee234b31ee03b99e11081da7", Cursor: 7,
+		Data: map[string]any{"goal_id": "g", "todos": views, "count": len(views)}}
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := res.WriteJSON(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		var s jsonSorter
+		var buf []byte
+		for b.Loop() {
+			for i := range views {
+				raw, err := json.Marshal(&views[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if buf, err = s.appendValue(buf[:0], raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -15,28 +15,78 @@ func PriorityRank(p string) int {
 	return len(Priorities)
 }
 
-// SortTodos orders todos highest priority first, then oldest, then by id.
+// SortTodos orders todos highest priority first, then oldest, then by id;
+// todos equal in all three keep their order (a stable sort). The keys are
+// computed once per todo, and the original position breaks the last ties,
+// so an unstable sort (faster than a stable one on 10,000 todos) gives
+// the stable order. Ids mostly share a long prefix (todo_seed_00...): each
+// is compared first by the 8 bytes after the prefix all share, as a
+// number, and as a string only when those are equal.
 func SortTodos(todos []*Todo) {
 	type keyed struct {
-		rank int
-		t    *Todo
+		rank, nsec int32
+		sec        int64
+		idKey      uint64
+		id         string
+		pos        int
+	}
+	common := 0
+	if len(todos) > 0 {
+		first := todos[0].ID
+		common = len(first)
+		for _, t := range todos[1:] {
+			n := 0
+			for n < common && n < len(t.ID) && t.ID[n] == first[n] {
+				n++
+			}
+			common = n
+		}
 	}
 	ks := make([]keyed, len(todos))
 	for i, t := range todos {
-		ks[i] = keyed{PriorityRank(t.Priority), t}
+		ks[i] = keyed{int32(PriorityRank(t.Priority)), int32(t.CreatedAt.Nanosecond()), t.CreatedAt.Unix(), idKey(t.ID[common:]), t.ID, i}
 	}
-	slices.SortStableFunc(ks, func(x, y keyed) int {
+	idx := make([]int32, len(ks))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(i, j int32) int {
+		x, y := &ks[i], &ks[j]
 		if x.rank != y.rank {
 			return cmp.Compare(x.rank, y.rank)
 		}
-		if c := x.t.CreatedAt.Compare(y.t.CreatedAt); c != 0 {
+		if x.sec != y.sec {
+			return cmp.Compare(x.sec, y.sec)
+		}
+		if x.nsec != y.nsec {
+			return cmp.Compare(x.nsec, y.nsec)
+		}
+		if x.idKey != y.idKey {
+			return cmp.Compare(x.idKey, y.idKey)
+		}
+		if c := strings.Compare(x.id, y.id); c != 0 {
 			return c
 		}
-		return strings.Compare(x.t.ID, y.t.ID)
+		return cmp.Compare(i, j)
 	})
-	for i, k := range ks {
-		todos[i] = k.t
+	sorted := make([]*Todo, len(todos))
+	for n, i := range idx {
+		sorted[n] = todos[i]
 	}
+	copy(todos, sorted)
+}
+
+// idKey is the first 8 bytes of s as a big-endian number, zeros after its
+// end: a < b when idKey(a) < idKey(b) (equal keys tell nothing).
+func idKey(s string) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if i < len(s) {
+			k |= uint64(s[i])
+		}
+	}
+	return k
 }
 
 // ListTodos returns the goal's todos filtered by status ("" = all) and by

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -389,13 +390,14 @@ func (v *View) Todos(goal string) ([]*Todo, error) {
 // cache: for reads that never modify what they get (list, ready).
 func (v *View) todosShared(goal string) ([]*Todo, error) {
 	var out []*Todo
-	err := scanRecords(v, TodosDir(goal), func(c *RecordCache) map[string]*Todo { return c.todos },
+	dir := TodosDir(goal)
+	err := scanRecords(v, dir, func(c *RecordCache) map[string]*Todo { return c.todos },
 		func(p string, data []byte) (*Todo, error) {
 			var t Todo
 			return &t, DecodeAt(p, data, &t)
 		},
 		func(p string, t *Todo) error {
-			if p != TodoPath(goal, t.ID) {
+			if !isRecordPath(p, dir, t.ID) {
 				return Corrupt(p, fmt.Errorf("todo %q stored at the wrong path", t.ID))
 			}
 			out = append(out, t)
@@ -531,7 +533,7 @@ func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
 	err = hf.WalkHashes(dir, func(p, hash string) error {
 		// A record elsewhere than its todo's path is not that todo's
 		// lease (as a read of the path finds nothing there).
-		if id := RecordID(p); p == LeasePath(goal, id) {
+		if id := RecordID(p); isRecordPath(p, dir, id) {
 			hashes[id] = hash
 		}
 		return nil
@@ -542,10 +544,10 @@ func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
 	return func(t *Todo) (*Lease, error) {
 		var l *Lease
 		if hash, ok := hashes[t.ID]; ok {
-			p := LeasePath(goal, t.ID)
 			if rec, ok := cacheGet(v.cache, v.cache.leases, hash); ok {
 				l = rec
 			} else {
+				p := LeasePath(goal, t.ID)
 				data, err := hf.ReadHash(hash)
 				if err != nil {
 					return nil, err
@@ -556,8 +558,8 @@ func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
 				}
 				cachePut(v.cache, v.cache.leases, hash, l)
 			}
-			if err := checkID(p, l.TodoID, t.ID); err != nil {
-				return nil, err
+			if l.TodoID != t.ID {
+				return nil, checkID(LeasePath(goal, t.ID), l.TodoID, t.ID)
 			}
 		}
 		if tracked {
@@ -567,6 +569,20 @@ func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
 		}
 		return l, nil
 	}, nil
+}
+
+// isRecordPath reports whether p is the path of record id in dir (dir +
+// "/" + bucket(id) + "/" + id + ".yaml", as TodoPath and LeasePath make
+// it), without building that path: scans check it for every record.
+func isRecordPath(p, dir, id string) bool {
+	n := len(dir) + len("/00/") + len(id) + len(".yaml")
+	if len(p) != n || p[:len(dir)] != dir || p[len(dir)] != '/' || p[len(dir)+3] != '/' ||
+		p[len(dir)+4:n-len(".yaml")] != id || p[n-len(".yaml"):] != ".yaml" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(id))
+	const digits = "0123456789abcdef"
+	return p[len(dir)+1] == digits[sum[0]>>4] && p[len(dir)+2] == digits[sum[0]&0xF]
 }
 
 // tracksGenerations reports whether the store's todos carry their lease's

@@ -55,3 +55,28 @@ func TestChangesSortedByPath(t *testing.T) {
 		t.Fatalf("changes %v", ch)
 	}
 }
+
+// TestIsRecordPath: true exactly where the path is the one TodoPath and
+// LeasePath build.
+func TestIsRecordPath(t *testing.T) {
+	for _, id := range []string{"todo_a", "todo_seed_000001", "x", "a/b", ""} {
+		for _, dir := range []string{TodosDir("g"), LeasesDir("goal-2")} {
+			p := dir + "/" + bucket(id) + "/" + id + ".yaml"
+			if !isRecordPath(p, dir, id) {
+				t.Errorf("%s: not the path of %q", p, id)
+			}
+			for b := 0; b < 256; b++ {
+				if other := fmt.Sprintf("%02x", b); other != bucket(id) && isRecordPath(dir+"/"+other+"/"+id+".yaml", dir, id) {
+					t.Errorf("bucket %s taken for %q's %s", other, id, bucket(id))
+				}
+			}
+			for _, bad := range []string{dir + "/" + bucket(id) + "/" + id + ".yml",
+				dir + "/" + bucket(id) + "/" + id + "x.yaml", dir + "x/" + bucket(id) + "/" + id + ".yaml", dir + "/" + bucket(id) + "-" + id + ".yaml",
+				dir + "/" + bucket(id) + "/" + id + ".yaml/", "", dir} {
+				if isRecordPath(bad, dir, id) {
+					t.Errorf("%s: taken for the path of %q", bad, id)
+				}
+			}
+		}
+	}
+}
