@@ -41,9 +41,17 @@ type TxResult struct {
 }
 
 // RetryPolicy bounds the retries of lost compare-and-swaps. Backoff is
-// "decorrelated jitter": each wait is random in [Initial, 3×previous],
-// capped at Max, so contending writers spread out quickly and their waits
-// adapt to how long the others take.
+// exponential with full jitter on a slot that is the transaction's own
+// attempt time (a round trip to the authority and a decision): after the
+// n-th lost race the wait is random in [Initial, min(Max, slot×2^e)], e
+// growing with n and then falling (backoffExp). A
+// race is lost to someone whose attempt overlapped ours, so waits are
+// measured in attempts, not in fixed milliseconds: a few milliseconds on a
+// local ref, tens through a server; the expected wait grows until the
+// contenders' attempts stop overlapping, and shrinks for the next
+// transaction. A transaction through a server also starts with the
+// contention its clone last saw there (contention.go), so a writer that
+// just won does not outrun the ones still waiting.
 type RetryPolicy struct {
 	// MaxAttempts bounds the decisions of one transaction.
 	MaxAttempts int
@@ -59,15 +67,42 @@ type RetryPolicy struct {
 // many races, and none should give up while the others progress.
 var DefaultRetry = RetryPolicy{MaxAttempts: 200, Initial: 2 * time.Millisecond, Max: 2 * time.Second, Timeout: 2 * time.Minute}
 
-// next returns the wait after prev (0 for the first).
-func (p RetryPolicy) next(prev time.Duration) time.Duration {
-	lo := max(p.Initial, time.Microsecond)
-	hi := max(3*prev, lo+time.Microsecond)
-	d := lo + rand.N(hi-lo)
-	if p.Max > 0 && d > p.Max {
-		d = p.Max/2 + rand.N(p.Max/2+1)
+// growFor is the number of lost races over which the backoff window grows
+// (to 2^growFor slots: room for about that many contenders' attempts);
+// after that it shrinks again by half per lost race, down to one slot. A
+// writer that has lost many races in a row thus retries sooner than the
+// ones that just arrived: age wins, and nobody is left waiting while
+// newcomers take every turn.
+const growFor = 4
+
+// next returns the wait after the lost-th lost race (lost ≥ 1) of
+// attempts that take slot each.
+func (p RetryPolicy) next(lost int, slot time.Duration) time.Duration {
+	return p.window(backoffExp(lost), slot, func(n time.Duration) time.Duration { return rand.N(n) })
+}
+
+// backoffExp is the window's exponent after the lost-th lost race: it grows
+// to growFor, then shrinks to 0.
+func backoffExp(lost int) int {
+	lost = max(lost, 1)
+	if lost <= growFor {
+		return lost
 	}
-	return d
+	return max(0, 2*growFor-lost)
+}
+
+// window is a wait drawn by rnd in [lo, hi): lo is Initial, hi is
+// slot×2^exp capped at Max.
+func (p RetryPolicy) window(exp int, slot time.Duration, rnd func(time.Duration) time.Duration) time.Duration {
+	lo := max(p.Initial, time.Microsecond)
+	hi := max(slot, lo) << min(max(exp, 0), 16)
+	if p.Max > 0 && hi > p.Max {
+		hi = p.Max
+	}
+	if hi <= lo {
+		return lo
+	}
+	return lo + rnd(hi-lo)
 }
 
 // Authority is where the ref's truth lives (LocalRef, or a Remote).
@@ -228,9 +263,15 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 		return res, err
 	}
 	defer unlock()
-	var wait time.Duration
 	var lockedSince time.Time // when pushes started finding the server's lock file
+	var slot time.Duration    // how long an attempt takes (moving average)
+	mem := s.contention(auth)
+	if err := mem.before(ctx, policy); err != nil {
+		return res, err
+	}
+	defer func() { mem.after(res.Conflicts, slot) }()
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		head, guess, err := auth.head(ctx, s, attempt)
 		if err != nil {
 			return res, err
@@ -271,11 +312,15 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 			lockedSince = time.Time{}
 		}
 		res.Conflicts++
+		if took := time.Since(began); slot == 0 {
+			slot = took
+		} else {
+			slot = (3*slot + took) / 4
+		}
 		if policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {
 			return res, fmt.Errorf("gitstore: gave up after %d attempts: %w", attempt, err)
 		}
-		wait = policy.next(wait)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(policy.next(res.Conflicts, slot))
 		select {
 		case <-ctx.Done():
 			t.Stop()

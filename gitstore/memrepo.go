@@ -101,7 +101,6 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 	}
 	m.fence.Lock()
 	defer m.fence.Unlock()
-	var wait time.Duration
 	for attempt := 1; ; attempt++ {
 		head, _ := m.Head(ctx)
 		res.Base, res.Head, res.Attempts = head, head, attempt
@@ -135,7 +134,7 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 		if m.policy.MaxAttempts > 0 && attempt >= m.policy.MaxAttempts {
 			return res, fmt.Errorf("gitstore: mem: gave up after %d attempts: %w", attempt, ErrConflict)
 		}
-		wait = m.policy.next(wait)
+		wait := m.policy.next(res.Conflicts, 0)
 		select {
 		case <-ctx.Done():
 			return res, fmt.Errorf("gitstore: mem: %w (after %w)", ctx.Err(), ErrConflict)

@@ -478,15 +478,13 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 		msg += " (" + remoteMsg + ")"
 	}
 	hook("push-answered")
-	// Where is the ref now? That tells a lost compare-and-swap from a
-	// refusal, and resolves a broken connection.
-	cur, lerr := s.LsRemote(ctx, remote)
 	refused := rs != nil // the server answered with a status
 	kind := pushFailureOf(msg)
-	switch {
-	case refused && kind == pushLockFailed && (lerr != nil || cur != new):
-		// The server did not apply it: its ref lock was taken (by a
-		// concurrent push), or the old value no longer matched.
+	if refused && kind == pushLockFailed {
+		// The server says it did not apply the update: a lost
+		// compare-and-swap. Asking where the ref is now would cost a
+		// connection per lost race (a third of a loser's round trips
+		// through a busy server); the next attempt fetches it anyway.
 		if strings.Contains(msg, "File exists") {
 			// The lock file itself is there: a concurrent push's, or one
 			// a killed git process left (which only the server's operator
@@ -494,6 +492,11 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 			return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w (%w)", remote, s.ref, msg, ErrConflict, errServerLock)
 		}
 		return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w", remote, s.ref, msg, ErrConflict)
+	}
+	// Where is the ref now? That tells a lost compare-and-swap from a
+	// refusal, and resolves a broken connection.
+	cur, lerr := s.LsRemote(ctx, remote)
+	switch {
 	case refused && kind == pushNotStored && (lerr != nil || cur != new):
 		return fmt.Errorf("gitstore: remote %s could not store the update: %s: %w", remote, msg, ErrRemoteUnavailable)
 	case lerr != nil && refused:
