@@ -12,8 +12,11 @@ import (
 // A loopx process lives for one command, usually a few milliseconds: its
 // garbage is collected only once the heap nears memLimit, unless GOGC or
 // GOMEMLIMIT say otherwise. (At 10,000 todos this saves ~4 ms of a 23 ms
-// `todo add`; the largest command, a full list, peaks near 150 MB.)
-const memLimit = 256 << 20
+// `todo add`.) The limit keeps every command under 64 MiB: a warm `todo
+// list` of 10,000 todos peaks at ~32 MiB and never collects; the same list
+// on a cold record cache (it decodes every record) peaked at 161 MiB with a
+// 256 MiB limit, 47 MiB with this one, for ~0.1 s more of collection.
+const memLimit = 48 << 20
 
 func main() {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
