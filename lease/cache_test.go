@@ -195,7 +195,18 @@ func TestLeaseReadsGoThroughTheCache(t *testing.T) {
 		WriteScopes: []string{"src/**"}, AcquiredAt: tlT0, ExpiresAt: tlT0.Add(time.Hour)})
 	files.Apply(v.Changes())
 
-	c := NewRecordCache(nil)
+	// A single read does not load a cache no scan has loaded: loading it
+	// all costs more than decoding one record.
+	loads := 0
+	c := NewRecordCache(func() []byte { loads++; return nil })
+	cold := NewView(files, "r1", tlT0)
+	cold.UseCache(c)
+	if l, err := cold.leaseRecord("g", "todo_alpha"); err != nil || l == nil || loads != 0 || files.reads != 0 {
+		t.Fatalf("a single read on a cold cache: %v %v, %d loads, %d blob reads", l, err, loads, files.reads)
+	}
+	if _, err := cold.Todos("g"); err != nil || loads != 1 { // a scan loads it
+		t.Fatalf("scan: %v, %d loads", err, loads)
+	}
 	read := func(rev string) *Lease {
 		t.Helper()
 		w := NewView(files, rev, tlT0)

@@ -479,7 +479,10 @@ func (v *View) leaseRecord(goal, todo string) (*Lease, error) {
 func (v *View) cachedLeaseAt(p string) (l *Lease, answered bool, err error) {
 	ph, ok := v.files.(PathHasher)
 	hf, ok2 := v.files.(HashedFiles)
-	if !ok || !ok2 || v.cache == nil {
+	// Only a cache already loaded (by a scan): loading the whole cache
+	// to read one record costs more than decoding that record (a todo
+	// show or a lease inspect at 10,000 todos).
+	if !ok || !ok2 || v.cache == nil || v.cache.todos == nil {
 		return nil, false, nil
 	}
 	if _, written := v.writes[p]; written {
