@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -600,5 +601,61 @@ func TestAcquireComposesInOneView(t *testing.T) {
 	}
 	if n := len(v.Changes()); n != 2 { // todo, lease (holding its receipt)
 		t.Fatalf("changes %d", n)
+	}
+}
+
+func TestPrefixesMeet(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"work/5/**", "work/12/**", false},
+		{"work/1/**", "work/12/**", false},
+		{"work/1*/**", "work/12/**", true},
+		{"src", "srcs/a.go", true}, // a prefix: decided by ScopesOverlap
+		{"src/**", "src", true},
+		{"docs/a*.md", "docs/b.md", false},
+		{"docs/a*.md", "docs/ab.md", true},
+		{"{a,b}/x", "zzz", true}, // no literal prefix
+		{"**/x.go", "src/x.go", true},
+		{"x/{a,b,c}", "y/z", false},
+		{"src/a?.go", "src/b.go", false},
+		{"src/[ab].go", "src/c.go", true},
+	} {
+		if got := prefixesMeet(c.a, c.b); got != c.want {
+			t.Errorf("prefixesMeet(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := prefixesMeet(c.b, c.a); got != c.want {
+			t.Errorf("prefixesMeet(%q, %q) = %v, want %v (symmetry)", c.b, c.a, got, c.want)
+		}
+	}
+}
+
+// The prefilter never hides an overlap: on random valid scopes, whenever
+// ScopesOverlap says two scopes overlap, their prefixes meet.
+func TestPrefixesMeetIsSound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	parts := []string{"src", "s", "sr", "a", "ab", "*", "**", "a*", "*b", "?", "[ab]", "{a,b}", "{src,docs}", "x.go", "docs"}
+	scope := func() string {
+		n := 1 + rng.IntN(3)
+		p := make([]string, n)
+		for i := range p {
+			p[i] = parts[rng.IntN(len(parts))]
+		}
+		return strings.Join(p, "/")
+	}
+	checked := 0
+	for i := 0; i < 20000; i++ {
+		a, b := scope(), scope()
+		if !ValidScope(a) || !ValidScope(b) {
+			continue
+		}
+		checked++
+		if ScopesOverlap(a, b) && !prefixesMeet(a, b) {
+			t.Fatalf("%q and %q overlap but their prefixes do not meet", a, b)
+		}
+	}
+	if checked < 10000 {
+		t.Fatalf("only %d valid pairs", checked)
 	}
 }
