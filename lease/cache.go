@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"time"
@@ -48,8 +49,10 @@ const cacheMagic = "loopx record cache\n"
 // validated by this loopx (verify trusts it too): the format changes with
 // every change to how todos and leases are decoded or validated. 3: lease
 // records keep receipts and retired sets (holders.go, retention.go). 4:
-// todos in their own encoding (todo_codec below).
-const cacheFormat = 4
+// todos in their own encoding (todo_codec below). 5: a CRC-32C of
+// everything after the magic ends the file (a damaged cache, which verify
+// would take records from, loads empty).
+const cacheFormat = 5
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.
@@ -66,9 +69,14 @@ func (c *RecordCache) init() {
 		return
 	}
 	data := c.load()
-	if len(data) == 0 {
+	if len(data) < len(cacheMagic)+4 {
 		return
 	}
+	body, sum := data[len(cacheMagic):len(data)-4], data[len(data)-4:]
+	if binary.BigEndian.Uint32(sum) != crc32.Checksum(body, castagnoli) {
+		return
+	}
+	data = data[:len(data)-4]
 	// An unreadable cache is an empty cache.
 	rest, ok := strings.CutPrefix(string(data), cacheMagic)
 	if !ok {
@@ -169,15 +177,17 @@ func (c *RecordCache) Encode() []byte {
 	recs := appendTodoRecords(nil, todos)
 	out := binary.AppendUvarint([]byte(cacheMagic), cacheFormat)
 	out = append(binary.AppendUvarint(out, uint64(len(recs))), recs...)
-	if len(leases) == 0 {
-		return out
+	if len(leases) > 0 {
+		buf := bytes.NewBuffer(out)
+		if err := gob.NewEncoder(buf).Encode(leases); err != nil {
+			return nil
+		}
+		out = buf.Bytes()
 	}
-	buf := bytes.NewBuffer(out)
-	if err := gob.NewEncoder(buf).Encode(leases); err != nil {
-		return nil
-	}
-	return buf.Bytes()
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out[len(cacheMagic):], castagnoli))
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Clone returns a deep copy of t, so a decision can modify it freely.
 func (t *Todo) Clone() *Todo {

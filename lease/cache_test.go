@@ -409,3 +409,47 @@ func BenchmarkRecordCacheLoad(b *testing.B) {
 		}
 	}
 }
+
+// A damaged cache file (cut anywhere, or with a byte flipped) loads as an
+// empty cache or a whole one, never part of one, and never panics.
+func TestRecordCacheFileDamage(t *testing.T) {
+	files := &hashedFiles{MemFiles: MemFiles{}}
+	v := NewView(files, "r1", tlT0)
+	for i := 0; i < 4; i++ {
+		v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_dmg%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
+		v.PutLease("g", activeLease(fmt.Sprintf("todo_dmg%03d", i), "s/**"))
+	}
+	files.Apply(v.Changes())
+	c := NewRecordCache(nil)
+	w := NewView(files, "r1", tlT0)
+	w.UseCache(c)
+	if _, err := w.Todos("g"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Leases("g"); err != nil {
+		t.Fatal(err)
+	}
+	data := c.Encode()
+	load := func(b []byte) *RecordCache {
+		t.Helper()
+		rc := NewRecordCache(func() []byte { return b })
+		rc.init()
+		return rc
+	}
+	if whole := load(data); len(whole.todos) != 4 || len(whole.leases) != 4 {
+		t.Fatalf("round trip: %d todos, %d leases", len(whole.todos), len(whole.leases))
+	}
+	for n := 0; n < len(data); n++ {
+		if rc := load(data[:n]); len(rc.todos)+len(rc.leases) != 0 {
+			t.Fatalf("cut at %d of %d bytes: %d todos, %d leases loaded", n, len(data), len(rc.todos), len(rc.leases))
+		}
+	}
+	for i := range data {
+		bad := slices.Clone(data)
+		bad[i] ^= 0x55
+		rc := load(bad)
+		if n := len(rc.todos) + len(rc.leases); n != 0 && n != 8 {
+			t.Fatalf("byte %d flipped: %d records loaded (want none or all)", i, n)
+		}
+	}
+}
