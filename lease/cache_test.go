@@ -419,6 +419,8 @@ func TestRecordCacheFileDamage(t *testing.T) {
 		v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_dmg%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
 		v.PutLease("g", activeLease(fmt.Sprintf("todo_dmg%03d", i), "s/**"))
 	}
+	// One lease more than todos (a cache need not pair them).
+	v.PutLease("g", activeLease("todo_dmgextra", "s/**"))
 	files.Apply(v.Changes())
 	c := NewRecordCache(nil)
 	w := NewView(files, "r1", tlT0)
@@ -436,7 +438,7 @@ func TestRecordCacheFileDamage(t *testing.T) {
 		rc.init()
 		return rc
 	}
-	if whole := load(data); len(whole.todos) != 4 || len(whole.leases) != 4 {
+	if whole := load(data); len(whole.todos) != 4 || len(whole.leases) != 5 {
 		t.Fatalf("round trip: %d todos, %d leases", len(whole.todos), len(whole.leases))
 	}
 	for n := 0; n < len(data); n++ {
@@ -448,8 +450,42 @@ func TestRecordCacheFileDamage(t *testing.T) {
 		bad := slices.Clone(data)
 		bad[i] ^= 0x55
 		rc := load(bad)
-		if n := len(rc.todos) + len(rc.leases); n != 0 && n != 8 {
+		if n := len(rc.todos) + len(rc.leases); n != 0 && n != 9 {
 			t.Fatalf("byte %d flipped: %d records loaded (want none or all)", i, n)
 		}
+	}
+}
+
+// verify takes the todos and leases it has decoded before from the cache:
+// a second verify of the same records reads none of their blobs again.
+func TestVerifyReadsThroughTheCache(t *testing.T) {
+	files := &hashedFiles{MemFiles: MemFiles{}}
+	v := NewView(files, "r1", tlT0)
+	v.PutMeta(&StoreMeta{FormatVersion: 1, CreatedAt: tlT0})
+	v.PutGoal(&Goal{ID: "g", Title: "g", Status: GoalActive, HandoffMode: HandoffSoftClaim, CreatedAt: tlT0, UpdatedAt: tlT0})
+	v.PutAgent("g", &Agent{ID: "agent-a", Role: RoleAgent, Status: AgentRegistered})
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("todo_ver%03d", i)
+		v.PutTodo("g", &Todo{ID: id, Text: "x", Status: TodoOpen, Priority: "P2"})
+		v.PutLease("g", activeLease(id, fmt.Sprintf("v/%d/**", i)))
+	}
+	files.Apply(v.Changes())
+	c := NewRecordCache(nil)
+	verify := func() int {
+		t.Helper()
+		files.reads = 0
+		w := NewView(files, "r1", tlT0)
+		w.UseCache(c)
+		if problems, err := Verify(w); err != nil || len(problems) != 0 {
+			t.Fatalf("verify: %v %v", problems, err)
+		}
+		return files.reads
+	}
+	first := verify()
+	if first < 6 {
+		t.Fatalf("first verify read %d blobs (want the 6 records)", first)
+	}
+	if again := verify(); again > first-6 {
+		t.Fatalf("second verify read %d blobs, first %d: the 6 cached records were read again", again, first)
 	}
 }
