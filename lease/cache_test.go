@@ -489,3 +489,22 @@ func TestVerifyReadsThroughTheCache(t *testing.T) {
 		t.Fatalf("second verify read %d blobs, first %d: the 6 cached records were read again", again, first)
 	}
 }
+
+// Lengths whose varints have a continuation byte of exactly 0x80 (128,
+// 256, 16384) and their neighbours survive the todo codec.
+func TestTodoRecordCodecLengths(t *testing.T) {
+	todos := map[string]*Todo{}
+	for _, n := range []int{0, 1, 127, 128, 129, 255, 256, 16383, 16384} {
+		todos[fmt.Sprintf("h%d", n)] = &Todo{ID: fmt.Sprintf("todo_len%05d", n), Text: strings.Repeat("x", n), Status: TodoOpen, Priority: "P2",
+			Notes: make([]Note, n%7)}
+	}
+	back, ok := decodeTodoRecords(string(appendTodoRecords(nil, todos)))
+	if !ok || len(back) != len(todos) {
+		t.Fatalf("decoded %d of %d (ok %v)", len(back), len(todos), ok)
+	}
+	for h, want := range todos {
+		if got := back[h]; got == nil || got.Text != want.Text || len(got.Notes) != len(want.Notes) || got.ID != want.ID {
+			t.Fatalf("%s: got %+v", h, got)
+		}
+	}
+}
