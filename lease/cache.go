@@ -51,8 +51,9 @@ const cacheMagic = "loopx record cache\n"
 // records keep receipts and retired sets (holders.go, retention.go). 4:
 // todos in their own encoding (todo_codec below). 5: a CRC-32C of
 // everything after the magic ends the file (a damaged cache, which verify
-// would take records from, loads empty).
-const cacheFormat = 5
+// would take records from, loads empty). 6: receipts keep an
+// expected_version of 0 (Receipt.GobEncode).
+const cacheFormat = 6
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.
@@ -495,4 +496,44 @@ func decodeTodoRecords(b string) (_ map[string]*Todo, ok bool) {
 		return nil, false
 	}
 	return todos, true
+}
+
+// gob drops a pointer to a zero value (it decodes as nil), and a receipt's
+// expected_version 0 is a value the record keeps ("expected_version: 0"):
+// a lease record read from the cache and written back by a decision lost
+// it, and its commit no longer verified. Receipts cross the cache with the
+// pointer's presence spelled out.
+type receiptWire struct {
+	R           receiptFields
+	HasExpected bool
+	Expected    int64
+}
+
+// receiptFields is Receipt without its gob methods.
+type receiptFields Receipt
+
+// GobEncode implements gob.GobEncoder (the record cache's lease encoding).
+func (r Receipt) GobEncode() ([]byte, error) {
+	w := receiptWire{R: receiptFields(r)}
+	if r.ExpectedVersion != nil {
+		w.HasExpected, w.Expected = true, *r.ExpectedVersion
+	}
+	w.R.ExpectedVersion = nil
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(&w)
+	return buf.Bytes(), err
+}
+
+// GobDecode implements gob.GobDecoder.
+func (r *Receipt) GobDecode(data []byte) error {
+	var w receiptWire
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+		return err
+	}
+	*r = Receipt(w.R)
+	if w.HasExpected {
+		v := w.Expected
+		r.ExpectedVersion = &v
+	}
+	return nil
 }
