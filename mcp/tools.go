@@ -204,30 +204,25 @@ func runReady(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, erro
 		}
 		return s.Ready(a.Goal, a.Agent)
 	}
-	wait, waiting, err := c.popWait()
-	if err != nil {
-		return nil, err
-	}
-	data, err := c.request(schemaReadyClaim)
-	if err != nil {
-		return nil, err
-	}
-	req, err := lease.DecodeRequest(data)
-	if err != nil {
-		return nil, err
-	}
-	if waiting {
-		return s.ReadyClaimWait(ctx, *req.Req.(*lease.ReadyClaimRequest), loopx.WaitOptions{Timeout: wait})
-	}
-	return s.Apply(req)
+	return applyWaiting(s, c, schemaReadyClaim, func(req lease.Call, w loopx.WaitOptions) (*loopx.Result, error) {
+		return s.ReadyClaimWait(ctx, *req.Req.(*lease.ReadyClaimRequest), w)
+	})
 }
 
 func runAcquire(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-	wait, waiting, err := c.popWait()
+	return applyWaiting(s, c, schemaAcquire, func(req lease.Call, w loopx.WaitOptions) (*loopx.Result, error) {
+		return s.AcquireWait(ctx, *req.Req.(*lease.AcquireRequest), w)
+	})
+}
+
+// applyWaiting applies the call's request of schema, through wait when the
+// call gives wait_seconds.
+func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, loopx.WaitOptions) (*loopx.Result, error)) (*loopx.Result, error) {
+	d, waiting, err := c.popWait()
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.request(schemaAcquire)
+	data, err := c.request(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +231,7 @@ func runAcquire(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, er
 		return nil, err
 	}
 	if waiting {
-		return s.AcquireWait(ctx, *req.Req.(*lease.AcquireRequest), loopx.WaitOptions{Timeout: wait})
+		return wait(req, loopx.WaitOptions{Timeout: d})
 	}
 	return s.Apply(req)
 }
