@@ -78,6 +78,10 @@ func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
 		}
 		return m.Dependents(id), true
 	})
+	// Retries whose receipts left the lease records (receiptarchive.go).
+	v.UseReceiptArchive(func(goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
+		return s.archivedReceipt(sn.Revision(), goal, todo, id, version, epoch)
+	})
 	return v
 }
 

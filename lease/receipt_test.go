@@ -33,6 +33,8 @@ type tlFix struct {
 	tb    tlTB
 	files MemFiles
 	rev   int
+	// archive, when set, is handed to every view (UseReceiptArchive).
+	archive ReceiptArchive
 }
 
 // newTLFix builds a store with goal "g" in mode, the given registered agents
@@ -53,7 +55,11 @@ func newTLFix(tb tlTB, mode string, agents []string, todos ...string) *tlFix {
 }
 
 func (f *tlFix) view(now time.Time) *View {
-	return NewView(f.files, fmt.Sprintf("rev%d", f.rev), now)
+	v := NewView(f.files, fmt.Sprintf("rev%d", f.rev), now)
+	if f.archive != nil {
+		v.UseReceiptArchive(f.archive)
+	}
+	return v
 }
 
 func (f *tlFix) commit(v *View) {

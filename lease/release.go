@@ -40,7 +40,7 @@ func Release(v *View, req ReleaseRequest, now time.Time) (*Outcome, error) {
 	}
 	id := MaintenanceReceiptID(OpLeaseRelease, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
 	digest := maintenanceDigest(id, 0, "", "", false)
-	rec, _, err := findReceipt(v, req.Goal, req.Todo, id, digest)
+	rec, err := findOperationReceipt(v, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, id, digest, expected)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	}
 	id := MaintenanceReceiptID(OpLeaseRenew, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
 	digest := maintenanceDigest(id, req.TTLSeconds, "", "", false)
-	rec, _, err := findReceipt(v, req.Goal, req.Todo, id, digest)
+	rec, err := findOperationReceipt(v, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, id, digest, expected)
 	if err != nil {
 		return nil, err
 	}

@@ -23,18 +23,23 @@ package lease
 //     with the original receipt, as the contract asks. Two executions
 //     later, or once a later operation of the same execution was decided,
 //     a receipt leaves the record.
-//   - What a retry gets afterwards: an acquire whose receipt left is still
-//     recognised (its identity, and its identity with its digest, stay in
-//     retired_acquires, a set of 96-bit hashes as for retired keys) and
-//     answered exactly as with its receipt: execution_not_current (its
-//     execution is not current), or idempotency_key_reuse for the same
-//     identity with other arguments. A renew, transfer
-//     or release whose receipt left is decided afresh, on a lease that has
-//     moved on: version_mismatch, lease_proof_mismatch or lease_not_active
-//     (exit 1), never a second application. `loopx log --todo-id T` shows
-//     the commit that applied it (its Loopx-Receipt trailer is the receipt
-//     id, its Loopx-Request the request), and `verify --history` re-decides
-//     it.
+//   - What a retry gets afterwards: exactly what it got with the receipt
+//     in the record (contract section 5: the same identity with the same
+//     digest is a replay, with another digest idempotency_key_reuse). An
+//     acquire whose receipt left is recognised by retired_acquires (its
+//     identity, and its identity with its digest, as 96-bit hashes, as for
+//     retired keys): execution_not_current, since its execution is not
+//     current any more, or idempotency_key_reuse. A renew, transfer or
+//     release whose receipt left is found in history: the commit that
+//     applied it names the receipt (its Loopx-Receipt trailer) and its tree
+//     holds the lease record that kept it. The view asks for it through a
+//     ReceiptArchive (the root package walks the todo's commits), and only
+//     for a request that can have been decided before: its key is one the
+//     todo has seen and its expected version is below the lease's (every
+//     renew and transfer moves the version on; a release that left its
+//     receipt was followed by an acquire that did). A first request, the
+//     hot path, never reads history. `verify --history` re-decides commits
+//     without the archive: a replay or a refusal writes none.
 
 import (
 	"crypto/sha256"
@@ -109,6 +114,62 @@ func keepReceipt(l *Lease, r *Receipt) {
 	if len(retired) > 0 {
 		l.RetiredAcquires = addHashes(l.RetiredAcquires, retired...)
 	}
+}
+
+// ReceiptArchive finds in history a receipt that left todo's lease record:
+// the receipt of identity id, written by a commit whose lease version is at
+// least version and whose epoch is at least epoch (0: unknown), the bounds
+// below which the walk stops. It returns nil when there is none.
+type ReceiptArchive func(goal, todo, id string, version, epoch int64) (*Receipt, error)
+
+// UseReceiptArchive lets renew, transfer and release find the receipts that
+// left the lease record (see the decisions above).
+func (v *View) UseReceiptArchive(a ReceiptArchive) { v.archive = a }
+
+// findOperationReceipt is findReceipt for renew, transfer and release, whose
+// receipts leave the lease record: when the record has none, a request of
+// a key the todo has seen, with an expected version below the lease's, may
+// have been decided before; its receipt is then looked for in history.
+func findOperationReceipt(v *View, goal, todo, owner, key, id, digest string, expected int64) (*Receipt, error) {
+	r, _, err := findReceipt(v, goal, todo, id, digest)
+	if err != nil || r != nil || v.archive == nil || expected < 1 {
+		return r, err
+	}
+	l, err := v.leaseRecord(goal, todo)
+	if err != nil || l == nil || expected >= l.Version {
+		return nil, err
+	}
+	epoch, seen := executionEpoch(l, owner, key)
+	if !seen {
+		return nil, nil // no execution of this key: nothing was decided
+	}
+	if r, err = v.archive(goal, todo, id, expected, epoch); err != nil || r == nil {
+		return nil, err
+	}
+	if r.ID != id {
+		return nil, nil
+	}
+	if r.RequestDigest != digest {
+		return nil, digestMismatch(r.Operation, r.ID)
+	}
+	return r, nil
+}
+
+// executionEpoch returns the epoch of owner's execution key on l (0 when its
+// holder left the record), and whether the todo has seen that key at all.
+func executionEpoch(l *Lease, owner, key string) (epoch int64, seen bool) {
+	if l.Owner == owner && l.IdempotencyKey == key {
+		return l.Epoch, true
+	}
+	for i := len(l.Holders) - 1; i >= 0; i-- {
+		if h := l.Holders[i]; h.IdempotencyKey == key {
+			if h.Owner != owner {
+				return 0, false
+			}
+			return h.Epoch, true
+		}
+	}
+	return 0, keyRetired(l.RetiredKeys, key)
 }
 
 // ReceiptOf returns the receipt id of an operation on todo (nil when

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -32,7 +33,7 @@ func TestReceiptRetention(t *testing.T) {
 	if o := f.ok(f.renew(tlAt(30), renew2)); o.Status != StatusReplayed {
 		t.Fatalf("the latest renewal's retry: %s", o.Status)
 	}
-	_, err := f.renew(tlAt(30), renew1) // an earlier one's receipt left
+	_, err := f.renew(tlAt(30), renew1) // an earlier one's receipt left (and this view has no receipt archive: TestReceiptArchive)
 	wantCode(t, err, CodeVersionMismatch)
 
 	rel1 := ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(3)}
@@ -118,3 +119,151 @@ func TestNoChangeReceiptFile(t *testing.T) {
 		t.Fatalf("receipt file %+v", r)
 	}
 }
+
+// historyArchive is a ReceiptArchive over the fixture's commits: every
+// receipt any lease record held, with the version and epoch of the record
+// that first held it, as the root package finds them in history.
+type historyArchive struct {
+	f     *tlFix
+	seen  map[string]archived
+	calls int
+	err   error
+}
+
+type archived struct {
+	r              Receipt
+	version, epoch int64
+}
+
+func newHistoryArchive(f *tlFix) *historyArchive {
+	h := &historyArchive{f: f, seen: map[string]archived{}}
+	f.archive = h.find
+	return h
+}
+
+// record notes the receipts todo's lease record holds now (call it after
+// every commit).
+func (h *historyArchive) record(todo string) {
+	l := h.f.lease(todo)
+	for _, r := range l.Receipts {
+		if _, ok := h.seen[r.ID]; !ok {
+			h.seen[r.ID] = archived{r: r, version: l.Version, epoch: l.Epoch}
+		}
+	}
+}
+
+func (h *historyArchive) find(goal, todo, id string, version, epoch int64) (*Receipt, error) {
+	h.calls++
+	if h.err != nil {
+		return nil, h.err
+	}
+	a, ok := h.seen[id]
+	if !ok || goal != tlGoal || a.r.TodoID != todo || a.version < version || (epoch > 0 && a.epoch < epoch) {
+		return nil, nil
+	}
+	r := a.r
+	return &r, nil
+}
+
+// A renew, transfer or release whose receipt left the lease record is
+// answered from history, as with the receipt (contract section 5); history
+// is read only for a request that may have been decided before.
+func TestReceiptArchive(t *testing.T) {
+	f := newAcquireFix(t)
+	h := newHistoryArchive(f)
+	step := func(o *Outcome, err error) {
+		t.Helper()
+		f.ok(o, err)
+		h.record("todo_aaa")
+	}
+	step(f.acquire(tlAt(0), AcquireRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(0), TTLSeconds: 600}))
+	renew1 := RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(1), TTLSeconds: 600}
+	step(f.renew(tlAt(10), renew1))
+	step(f.renew(tlAt(20), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(2), TTLSeconds: 600}))
+	rel1 := ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(3)}
+	step(f.release(tlAt(30), rel1))
+	step(f.acquire(tlAt(40), AcquireRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "e2", ExpectedVersion: tlI64(3), TTLSeconds: 600}))
+	tr2 := TransferRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "e2", ExpectedVersion: tlI64(4),
+		NewOwner: "agent-c", NewIdempotencyKey: "e3", TTLSeconds: 600}
+	step(f.transfer(tlAt(50), tr2))
+	step(f.renew(tlAt(60), RenewRequest{Todo: "todo_aaa", Owner: "agent-c", IdempotencyKey: "e3", ExpectedVersion: tlI64(5), TTLSeconds: 600}))
+	step(f.release(tlAt(65), ReleaseRequest{Todo: "todo_aaa", Owner: "agent-c", IdempotencyKey: "e3", ExpectedVersion: tlI64(6)}))
+	step(f.acquire(tlAt(70), AcquireRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e4", ExpectedVersion: tlI64(6), TTLSeconds: 600}))
+	for _, id := range []string{"e1", "e2"} {
+		for _, r := range f.lease("todo_aaa").Receipts {
+			if r.IdempotencyKey == id && r.Operation != OpLeaseAcquire {
+				t.Fatalf("%s's %s receipt is still in the record: the archive is not exercised", id, r.Operation)
+			}
+		}
+	}
+
+	otherTTL := renew1
+	otherTTL.TTLSeconds = 60
+	neverDecided := renew1 // e1 was never at version 4
+	neverDecided.ExpectedVersion = tlI64(4)
+	tr2Other := tr2
+	tr2Other.NewIdempotencyKey = "e9"
+	cases := []struct {
+		name      string
+		op        func() (*Outcome, error)
+		code      Code  // refusal, or "" for a replay
+		decidedAt int   // the replay's original decision, seconds from tlT0
+		reads     bool  // whether history is read
+		archErr   error // the archive fails
+	}{
+		{name: "renew retried two executions later: replayed", op: func() (*Outcome, error) { return f.renew(tlAt(80), renew1) }, decidedAt: 10, reads: true},
+		{name: "renew with other arguments: key reuse", op: func() (*Outcome, error) { return f.renew(tlAt(80), otherTTL) }, code: CodeIdempotencyKeyReuse, reads: true},
+		{name: "release retried: replayed", op: func() (*Outcome, error) { return f.release(tlAt(80), rel1) }, decidedAt: 30, reads: true},
+		{name: "transfer retried: replayed", op: func() (*Outcome, error) { return f.transfer(tlAt(80), tr2) }, decidedAt: 50, reads: true},
+		{name: "transfer with another receiver key: key reuse", op: func() (*Outcome, error) { return f.transfer(tlAt(80), tr2Other) }, code: CodeIdempotencyKeyReuse, reads: true},
+		{name: "a version the execution never had: decided afresh", op: func() (*Outcome, error) { return f.renew(tlAt(80), neverDecided) }, code: CodeVersionMismatch, reads: true},
+		{name: "a key the todo never saw: no history read", op: func() (*Outcome, error) {
+			return f.renew(tlAt(80), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "zz", ExpectedVersion: tlI64(1), TTLSeconds: 600})
+		}, code: CodeVersionMismatch},
+		{name: "a seen key under another owner: no history read", op: func() (*Outcome, error) {
+			return f.renew(tlAt(80), RenewRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "e1", ExpectedVersion: tlI64(1), TTLSeconds: 600})
+		}, code: CodeVersionMismatch},
+		{name: "the lease's version: no history read", op: func() (*Outcome, error) {
+			return f.renew(tlAt(80), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(7), TTLSeconds: 600})
+		}, code: CodeLeaseProofMismatch},
+		{name: "a version above the lease's: no history read", op: func() (*Outcome, error) {
+			return f.renew(tlAt(80), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e4", ExpectedVersion: tlI64(8), TTLSeconds: 600})
+		}, code: CodeVersionMismatch},
+		{name: "expected version 0: no history read", op: func() (*Outcome, error) {
+			return f.release(tlAt(80), ReleaseRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "e1", ExpectedVersion: tlI64(0)})
+		}, code: CodeVersionMismatch},
+		{name: "history unreadable: the error, not a refusal", op: func() (*Outcome, error) { return f.renew(tlAt(80), renew1) }, reads: true, archErr: errTestArchive},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := f.lease("todo_aaa")
+			h.calls, h.err = 0, c.archErr
+			o, err := c.op()
+			h.err = nil
+			if (h.calls > 0) != c.reads {
+				t.Fatalf("history read %d times, want reads=%v", h.calls, c.reads)
+			}
+			switch {
+			case c.archErr != nil:
+				if !errors.Is(err, c.archErr) {
+					t.Fatalf("got %v, want the archive's error", err)
+				}
+			case c.code != "":
+				wantCode(t, err, c.code)
+			default:
+				if err != nil || o.Status != StatusReplayed {
+					t.Fatalf("got %v %v, want replayed", o, err)
+				}
+				d := o.Data.(LeaseResult)
+				if d.OriginalReceipt == nil || !d.OriginalReceipt.DecidedAt.Equal(tlAt(c.decidedAt)) {
+					t.Fatalf("original receipt %+v, want decided at +%ds", d.OriginalReceipt, c.decidedAt)
+				}
+			}
+			if !reflect.DeepEqual(before, f.lease("todo_aaa")) {
+				t.Fatal("a retry changed the lease")
+			}
+		})
+	}
+}
+
+var errTestArchive = errors.New("history unreadable")

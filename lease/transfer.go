@@ -75,7 +75,7 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	}
 	id := MaintenanceReceiptID(OpLeaseTransfer, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, expected)
 	digest := maintenanceDigest(id, req.TTLSeconds, req.NewOwner, req.NewIdempotencyKey, req.TransferClaim)
-	rec, _, err := findReceipt(v, req.Goal, req.Todo, id, digest)
+	rec, err := findOperationReceipt(v, req.Goal, req.Todo, req.Owner, req.IdempotencyKey, id, digest, expected)
 	if err != nil {
 		return nil, err
 	}

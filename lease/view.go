@@ -45,6 +45,8 @@ type View struct {
 	// activeIndex, when set, gives the goals' active leases (active.go).
 	activeIndex ActiveLeaseIndex
 	activeMemo  map[string]activeMemo
+	// archive, when set, finds receipts that left lease records (retention.go).
+	archive ReceiptArchive
 }
 
 // DependentsIndex answers, from an index derived from the view's records

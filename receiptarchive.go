@@ -1,0 +1,75 @@
+package loopx
+
+import (
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// The receipts that left the lease records, found in history.
+//
+// A lease record keeps only the receipts a retry can still need
+// (lease/retention.go), yet the contract answers every retry of a renew,
+// transfer or release by its receipt: replayed, or idempotency_key_reuse.
+// The commit that applied an operation names its receipt (Loopx-Receipt)
+// and its tree holds the lease record that kept it, so the receipt is found
+// by walking the todo's commits newest first (the per-todo log index, then
+// the history below it), and only for a request that may have been decided
+// before (lease.findOperationReceipt says which).
+
+// archivedReceipt returns the receipt id of todo on head's history, nil
+// when no commit at lease version ≥ version (and epoch ≥ epoch, when known)
+// wrote it: below those the operation cannot have been decided.
+func (s *Store) archivedReceipt(head gitstore.Hash, goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
+	if head.IsZero() || !lease.ValidTodoID(todo) {
+		return nil, nil
+	}
+	var found gitstore.Hash
+	// visit reports whether to go on below c.
+	visit := func(c gitstore.CommitMeta) bool {
+		e, ok := lease.ParseMessage(c.Message)
+		if !ok || e.Todo != todo || e.Goal != goal || e.ProjectionOf != "" {
+			return true
+		}
+		if e.Receipt == id {
+			found = c.Hash
+			return false
+		}
+		// Every commit of the todo's lease carries its version and epoch;
+		// the operation's commit is at version ≥ its expected version and
+		// epoch ≥ its execution's.
+		return !(e.Version > 0 && e.Version < version) && !(epoch > 0 && e.Epoch > 0 && e.Epoch < epoch)
+	}
+	ix, err := s.logIndexAt(head, todo)
+	if err != nil {
+		return nil, err
+	}
+	hs := ix.todos[todo]
+	more := true
+	for _, h := range hs {
+		c, err := s.commitMeta(h)
+		if err != nil {
+			return nil, err
+		}
+		if more = visit(c); !more {
+			break
+		}
+	}
+	if more && len(hs) == logIndexKeep {
+		// The index names only the latest commits: walk on below them.
+		c, err := s.commitMeta(hs[len(hs)-1])
+		if err != nil {
+			return nil, err
+		}
+		if err := s.repo.Log(c.Parent, func(c gitstore.CommitMeta) (bool, error) { return visit(c), nil }); err != nil {
+			return nil, err
+		}
+	}
+	if found.IsZero() {
+		return nil, nil
+	}
+	sn, err := s.repo.Snapshot(found)
+	if err != nil {
+		return nil, err
+	}
+	return lease.NewView(files{sn}, revString(found), sn.Time()).ReceiptOf(goal, todo, id)
+}

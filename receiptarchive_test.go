@@ -1,0 +1,67 @@
+package loopx
+
+import (
+	"testing"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// A retry whose receipt left the lease record is answered from history,
+// also when the commit that applied it is below what the per-todo log
+// index names; a request never decided is refused as before.
+func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
+	defer func(k int) { logIndexKeep = k }(logIndexKeep)
+	logIndexKeep = 2
+	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	s := openRepo(gitstore.NewMemRepo(gitstore.DefaultRetry), Options{Now: func() time.Time { return clock }})
+	do := func(req any) *Result {
+		t.Helper()
+		clock = clock.Add(time.Second)
+		res, err := s.Apply(lease.CallOf(req))
+		if err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+		return res
+	}
+	v := func(n int64) *int64 { return &n }
+	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
+	do(lease.GoalCreateRequest{Goal: "g"})
+	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
+	for _, id := range []string{"todo_aaa", "todo_bbb"} {
+		do(lease.AddRequest{Goal: "g", Todo: id, Text: id, Actor: "agent-a"})
+	}
+	do(lease.AcquireRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: v(0), TTLSeconds: 600})
+	first := lease.RenewRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: v(1), TTLSeconds: 600}
+	applied := do(first)
+	for i := int64(2); i <= 5; i++ {
+		do(lease.AcquireRequest{Goal: "g", Todo: "todo_bbb", Owner: "agent-a", IdempotencyKey: "b" + string(rune('0'+i)), ExpectedVersion: v(i - 2), TTLSeconds: 600})
+		do(lease.ReleaseRequest{Goal: "g", Todo: "todo_bbb", Owner: "agent-a", IdempotencyKey: "b" + string(rune('0'+i)), ExpectedVersion: v(i - 1)})
+		do(lease.RenewRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: v(i), TTLSeconds: 600})
+	}
+	do(lease.ReleaseRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: v(6)})
+	do(lease.AcquireRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k2", ExpectedVersion: v(6), TTLSeconds: 600})
+
+	res := do(first)
+	if res.Status != lease.StatusReplayed || res.Revision != applied.Revision {
+		t.Fatalf("retry: %s at %s, want replayed at %s", res.Status, res.Revision, applied.Revision)
+	}
+	other := first
+	other.TTLSeconds = 60
+	if _, err := s.Apply(lease.CallOf(other)); codeOf(err) != lease.CodeIdempotencyKeyReuse {
+		t.Fatalf("other TTL: %v", err)
+	}
+	// k2's execution never was at version 2: the walk stops at its epoch.
+	never := lease.RenewRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k2", ExpectedVersion: v(2), TTLSeconds: 600}
+	if _, err := s.Apply(lease.CallOf(never)); codeOf(err) != lease.CodeVersionMismatch {
+		t.Fatalf("never decided: %v", err)
+	}
+}
+
+func codeOf(err error) lease.Code {
+	if e, ok := lease.AsError(err); ok {
+		return e.Code
+	}
+	return ""
+}
