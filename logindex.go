@@ -45,7 +45,7 @@ type logIndex struct {
 // loadLogIndex reads a bucket (nil when missing or damaged).
 func (s *Store) loadLogIndex(name string) *logIndex {
 	data, err := s.repo.ReadSideFile(name)
-	if err != nil || len(data) < 41+70 {
+	if err != nil || len(data) < 41+65 { // the head line and the checksum
 		return nil
 	}
 	body, sum := data[:len(data)-65], data[len(data)-65:]
