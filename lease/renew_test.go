@@ -162,8 +162,9 @@ func TestRenewReplay(t *testing.T) {
 		},
 	}
 	// Once a later operation of the execution was decided, the renewal's
-	// receipt has left the lease record (retention.go): its retry is
-	// decided afresh, refused, and writes nothing.
+	// receipt has left the lease record (retention.go): on a view without
+	// a receipt archive (history: TestReceiptArchive) its retry is decided
+	// afresh, refused, and writes nothing.
 	gone := map[string]struct {
 		after func(f *tlFix)
 		code  Code

@@ -71,7 +71,8 @@ func TestReceiptRetention(t *testing.T) {
 	other.TTLSeconds = 60
 	_, err = f.acquire(tlAt(70), other)
 	wantCode(t, err, CodeIdempotencyKeyReuse)
-	// E1's release, retried: decided afresh, refused.
+	// E1's release, retried: decided afresh, refused (no receipt archive
+	// here: TestReceiptArchive).
 	_, err = f.release(tlAt(70), rel1)
 	wantCode(t, err, CodeVersionMismatch)
 	if !reflect.DeepEqual(before, f.lease("todo_aaa")) {

@@ -312,7 +312,8 @@ func TestTransferReplay(t *testing.T) {
 	_, err := f.renew(tlAt(40), RenewRequest{Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k1", ExpectedVersion: tlI64(3), TTLSeconds: 60})
 	wantCode(t, err, CodeLeaseProofMismatch)
 	// Two executions later the receipt has left the lease record
-	// (retention.go): the retry is decided afresh and refused, writing
+	// (retention.go): on a view without a receipt archive (history:
+	// TestReceiptArchive) the retry is decided afresh and refused, writing
 	// nothing.
 	f.editTodo("todo_aaa", func(td *Todo) { td.ClaimedBy = "agent-b" })
 	f.ok(f.transfer(tlAt(50), TransferRequest{Todo: "todo_aaa", Owner: "agent-b", IdempotencyKey: "k2", ExpectedVersion: tlI64(3), NewOwner: "agent-c", NewIdempotencyKey: "k3", TTLSeconds: 600, TransferClaim: true}))
