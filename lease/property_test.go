@@ -71,8 +71,28 @@ func (r propReq) proof() propExec {
 	return propExec{r.rel.Todo, r.rel.Owner, r.rel.IdempotencyKey}
 }
 
+// identity is a renew, transfer or release's receipt id and digest ("" for
+// an acquire, whose replays depend on its execution being current).
+func (r propReq) identity() (id, digest string) {
+	switch r.kind {
+	case "renew":
+		id = MaintenanceReceiptID(OpLeaseRenew, tlGoal, r.ren.Todo, r.ren.Owner, r.ren.IdempotencyKey, *r.ren.ExpectedVersion)
+		return id, maintenanceDigest(id, r.ren.TTLSeconds, "", "", false)
+	case "transfer":
+		id = MaintenanceReceiptID(OpLeaseTransfer, tlGoal, r.tr.Todo, r.tr.Owner, r.tr.IdempotencyKey, *r.tr.ExpectedVersion)
+		return id, maintenanceDigest(id, r.tr.TTLSeconds, r.tr.NewOwner, r.tr.NewIdempotencyKey, r.tr.TransferClaim)
+	case "release":
+		id = MaintenanceReceiptID(OpLeaseRelease, tlGoal, r.rel.Todo, r.rel.Owner, r.rel.IdempotencyKey, *r.rel.ExpectedVersion)
+		return id, maintenanceDigest(id, 0, "", "", false)
+	}
+	return "", ""
+}
+
 type propModel struct {
-	f        *tlFix
+	f *tlFix
+	// history finds the receipts that left the lease records, as the
+	// root package does in Git history.
+	history  *historyArchive
 	now      time.Time
 	keyN     int
 	keys     []string // every key handed out so far
@@ -149,8 +169,21 @@ func (m *propModel) do(t *rapid.T, r propReq, retry bool) {
 		}
 		currentBefore = eff
 	}
+	// Contract section 5: a renew, transfer or release decided before is
+	// replayed whenever it comes again, with its receipt in the lease
+	// record or only in history.
+	mustReplay := false
+	if id, digest := r.identity(); id != "" {
+		if rec := m.receipts[id]; rec != nil && rec.RequestDigest == digest && rec.Status == StatusApplied {
+			mustReplay = true
+		}
+	}
 	o, err := m.f.run(now, decide)
+	m.history.record(r.todo())
 	after := m.leases()
+	if mustReplay && (err != nil || o.Status != StatusReplayed) {
+		t.Fatalf("%s decided before, sent again: %v %v, want replayed", r.kind, o, err)
+	}
 	if !retry {
 		m.issued = append(m.issued, r)
 	}
@@ -313,6 +346,7 @@ func propLifecycleRound(t *testing.T, checks, steps, applied, replayed, notCurre
 		*checks++
 		m := &propModel{f: newTLFix(t, HandoffSoftClaim, propAgents, propTodos...), now: tlT0,
 			receipts: map[string]*Receipt{}, ended: map[propExec]bool{}}
+		m.history = newHistoryArchive(m.f)
 		todo := rapid.SampledFrom(propTodos)
 		agent := rapid.SampledFrom(propAgents)
 		ttl := rapid.Int64Range(1, 300)

@@ -146,6 +146,9 @@ func newHistoryArchive(f *tlFix) *historyArchive {
 // every commit).
 func (h *historyArchive) record(todo string) {
 	l := h.f.lease(todo)
+	if l == nil {
+		return
+	}
 	for _, r := range l.Receipts {
 		if _, ok := h.seen[r.ID]; !ok {
 			h.seen[r.ID] = archived{r: r, version: l.Version, epoch: l.Epoch}
