@@ -177,3 +177,73 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 		t.Fatalf("acquire over a damaged lease record: %v", err)
 	}
 }
+
+// The saved index is rewritten by a process that rebuilt it, or that caught
+// it up with leaseIndexSaveAfter changed records or more; a process that
+// caught up fewer leaves the file as it was (and the next one catches up
+// from there).
+func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
+	defer func(n int) { leaseIndexSaveAfter = n }(leaseIndexSaveAfter)
+	leaseIndexSaveAfter = 3
+	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
+	opts := Options{Now: func() time.Time { return clock }}
+	s := openRepo(repo, opts)
+	for _, req := range []any{
+		lease.InitRequest{FormatVersion: lease.FormatVersion},
+		lease.GoalCreateRequest{Goal: "g"},
+		lease.RegisterRequest{Goal: "g", Agent: "agent-a"},
+	} {
+		if _, err := s.Apply(lease.CallOf(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		if _, err := s.AddTodo(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := func() gitstore.Hash {
+		if ix := s.loadLeaseIndex("g"); ix != nil {
+			return ix.rev
+		}
+		return gitstore.ZeroHash
+	}
+	// Each acquire in a process of its own (a new Store): its scope check
+	// reads the index, from the file.
+	acquire := func(i int) gitstore.Hash {
+		t.Helper()
+		clock = clock.Add(time.Second)
+		head, _ := repo.Head(context.Background())
+		v := int64(0)
+		if _, err := openRepo(repo, opts).Apply(lease.CallOf(lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
+			IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})); err != nil {
+			t.Fatal(err)
+		}
+		return head // the revision its decision read
+	}
+	first := acquire(0) // no file yet: built from the records, saved
+	if saved() != first {
+		t.Fatalf("after the rebuild the file is at %s, want %s", saved(), first)
+	}
+	acquire(1) // 1 lease changed since the file
+	acquire(2) // 2
+	if saved() != first {
+		t.Fatal("the file was rewritten after fewer than leaseIndexSaveAfter changes")
+	}
+	third := acquire(3) // 3: saved at the revision it read
+	if saved() != third {
+		t.Fatalf("after 3 changes the file is at %s, want %s", saved(), third)
+	}
+	// What the file and a catch-up give still equals the records' index.
+	head, _ := repo.Head(context.Background())
+	sn, err := repo.Snapshot(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.activeLeaseIndex(sn, "g")
+	want := buildLeaseIndex(s.viewOfRecords(sn), "g")
+	if got == nil || !reflect.DeepEqual(got.List(), want.List()) || len(want.List()) != 4 {
+		t.Fatalf("index %+v, want %+v", got, want)
+	}
+}

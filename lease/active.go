@@ -22,6 +22,8 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +39,10 @@ type ActiveLease struct {
 // one revision, by path.
 type ActiveLeases struct {
 	byPath map[string]ActiveLease
+	// sorted is List's answer once made (nil: not yet, or changed since):
+	// an index is shared by the views of its revision, and an acquire's
+	// scope check lists it once per process.
+	sorted atomic.Pointer[[]ActiveLease]
 }
 
 // NewActiveLeases returns an empty index.
@@ -45,6 +51,7 @@ func NewActiveLeases() *ActiveLeases { return &ActiveLeases{byPath: map[string]A
 // Set records the lease record l found at path: kept when it is active,
 // dropped otherwise (nil: the record is gone).
 func (a *ActiveLeases) Set(path string, l *Lease) {
+	a.sorted.Store(nil)
 	if l == nil || l.Status != LeaseActive {
 		delete(a.byPath, path)
 		return
@@ -65,16 +72,22 @@ func (a *ActiveLeases) Clone() *ActiveLeases {
 	for p, e := range a.byPath {
 		c.byPath[p] = e
 	}
+	c.sorted.Store(a.sorted.Load()) // never changed in place: shared
 	return c
 }
 
-// List returns the entries sorted by path.
+// List returns the entries sorted by path. The slice is shared: callers
+// must not change it.
 func (a *ActiveLeases) List() []ActiveLease {
+	if p := a.sorted.Load(); p != nil {
+		return *p
+	}
 	out := make([]ActiveLease, 0, len(a.byPath))
 	for _, e := range a.byPath {
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	a.sorted.Store(&out)
 	return out
 }
 
@@ -150,6 +163,7 @@ func DecodeActiveLeases(data []byte) (*ActiveLeases, error) {
 		return nil, errDamagedIndex
 	}
 	a := &ActiveLeases{byPath: make(map[string]ActiveLease, count)}
+	list := make([]ActiveLease, 0, count)
 	for i := uint64(0); i < count && !bad; i++ {
 		e := ActiveLease{Path: str(), TodoID: str()}
 		sec := sv()
@@ -166,9 +180,15 @@ func DecodeActiveLeases(data []byte) (*ActiveLeases, error) {
 			e.Scopes = append(e.Scopes, str())
 		}
 		a.byPath[e.Path] = e
+		list = append(list, e)
 	}
 	if bad || len(b) != 0 || uint64(len(a.byPath)) != count {
 		return nil, errDamagedIndex
+	}
+	// Encode writes List's order; a file in another order (not ours) is
+	// sorted when listed.
+	if slices.IsSortedFunc(list, func(x, y ActiveLease) int { return strings.Compare(x.Path, y.Path) }) {
+		a.sorted.Store(&list)
 	}
 	return a, nil
 }

@@ -44,11 +44,32 @@ func TestActiveLeasesSetAndList(t *testing.T) {
 			t.Fatalf("the index shares the record's scopes: %+v", e)
 		}
 	}
-	// Clone is independent.
+	// Clone is independent, its list too (List's answer is kept until a
+	// Set).
+	before := a.List()
 	c := a.Clone()
 	c.Set(LeasePath("g", "todo_alpha"), nil)
-	if a.Len() != 3 || c.Len() != 2 {
-		t.Fatalf("clone not independent: %d %d", a.Len(), c.Len())
+	if a.Len() != 3 || c.Len() != 2 || len(a.List()) != 3 || len(c.List()) != 2 || len(before) != 3 {
+		t.Fatalf("clone not independent: %d %d, lists %d %d", a.Len(), c.Len(), len(a.List()), len(c.List()))
+	}
+	// A Set after a List is listed.
+	a.Set(LeasePath("g", "todo_aaa0"), activeLease("todo_aaa0"))
+	if got := a.List(); len(got) != 4 || !slices.ContainsFunc(got, func(e ActiveLease) bool { return e.TodoID == "todo_aaa0" }) {
+		t.Fatalf("list after a Set: %+v", got)
+	}
+	// A decoded index lists sorted, and follows its Sets.
+	d, err := DecodeActiveLeases(a.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Set(LeasePath("g", "todo_alpha"), nil)
+	var ids, ps []string
+	for _, e := range d.List() {
+		ids, ps = append(ids, e.TodoID), append(ps, e.Path)
+	}
+	slices.Sort(ids)
+	if !slices.IsSorted(ps) || !slices.Equal(ids, []string{"todo_aaa0", "todo_eps01", "todo_gamma"}) {
+		t.Fatalf("decoded, then changed: %v", ps)
 	}
 }
 
