@@ -8,6 +8,7 @@
 package loopx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,8 +82,11 @@ type Store struct {
 	opts        Options
 	defaultGoal string
 	cache       *lease.RecordCache
-	leaseIdx    *leaseIndexes // the goals' active-lease indexes (leaseindex.go)
-	remote      remoteConf    // remote mode (remote.go)
+	// cacheBase is the record cache's size after it was last pruned (or
+	// first used): it is pruned again when it has grown well past it.
+	cacheBase int
+	leaseIdx  *leaseIndexes // the goals' active-lease indexes (leaseindex.go)
+	remote    remoteConf    // remote mode (remote.go)
 	// unrecorded leaves the request out of state commits: only the
 	// benchmark of what recording costs sets it.
 	unrecorded bool
@@ -198,6 +202,7 @@ func Open(opts Options) (*Store, error) {
 // Close saves what the record cache learned and releases the repository.
 func (s *Store) Close() error {
 	if s.cache != nil && s.cache.WorthSaving() {
+		s.pruneRecordCache()
 		_ = s.repo.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
 	}
 	s.keys.close()
@@ -431,3 +436,53 @@ func HasStore(dir string) bool {
 	h, err := g.Head()
 	return err == nil && !h.IsZero()
 }
+
+// pruneRecordCache drops from the record cache the records that are not in
+// the head's tree (lease.RecordCache.Keep). It walks the tree's names and
+// hashes, not the blobs.
+func (s *Store) pruneRecordCache() {
+	head, err := s.repo.Head(context.Background())
+	if err != nil {
+		return
+	}
+	sn, err := s.repo.Snapshot(head)
+	if err != nil {
+		return
+	}
+	f := files{sn}
+	goals, err := f.List(lease.GoalsDir)
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	add := func(_, hash string) error { live[hash] = true; return nil }
+	for _, g := range goals {
+		if f.WalkHashes(lease.TodosDir(g), add) != nil || f.WalkHashes(lease.LeasesDir(g), add) != nil {
+			return // keep everything: a cache may always hold more
+		}
+	}
+	s.cache.Keep(func(h string) bool { return live[h] })
+	s.cacheBase = s.cache.Len()
+}
+
+// maybePruneRecordCache prunes the record cache once it has grown to twice
+// its size after the last pruning and 1,024 records more: amortized, a
+// tree walk every few hundred mutations of a long-lived process, and never
+// in a one-command process on a warm cache.
+func (s *Store) maybePruneRecordCache() {
+	if s.cache == nil {
+		return
+	}
+	n := s.cache.Len()
+	if s.cacheBase == 0 {
+		s.cacheBase = n
+		return
+	}
+	if n > 2*s.cacheBase+recordCacheSlack {
+		s.pruneRecordCache()
+	}
+}
+
+// recordCacheSlack is the growth beyond twice the pruned size that starts
+// a pruning (a variable for tests).
+var recordCacheSlack = 1024

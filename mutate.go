@@ -165,6 +165,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
+	s.maybePruneRecordCache()
 	return s.report(last, tx), nil
 }
 

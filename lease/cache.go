@@ -52,8 +52,10 @@ const cacheMagic = "loopx record cache\n"
 // todos in their own encoding (todo_codec below). 5: a CRC-32C of
 // everything after the magic ends the file (a damaged cache, which verify
 // would take records from, loads empty). 6: receipts keep an
-// expected_version of 0 (Receipt.GobEncode).
-const cacheFormat = 6
+// expected_version of 0 (Receipt.GobEncode). 7: a saved cache holds only
+// records of the store's head (Keep); caches of 6 could hold every version
+// a long-lived process saw.
+const cacheFormat = 7
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.
@@ -160,6 +162,30 @@ func (v *View) cacheLease(hash string, l *Lease) {
 // cache of thousands).
 func (c *RecordCache) WorthSaving() bool {
 	return c.learned > 0 && c.learned*64 >= len(c.todos)+len(c.leases)
+}
+
+// Len is the number of records the cache holds (0 before its first use).
+func (c *RecordCache) Len() int { return len(c.todos) + len(c.leases) }
+
+// Keep drops the records whose blob hash keep rejects: those no longer in
+// the store. A process that lives for many mutations (an MCP server, a
+// seeder) decodes every version of the records it follows; holding them,
+// or saving them, would grow without bound (a store seeded with 20,000
+// mutations in one process saved a 100 MB cache that every later command
+// then loaded, for 10 s).
+func (c *RecordCache) Keep(keep func(hash string) bool) {
+	for h := range c.todos {
+		if !keep(h) {
+			delete(c.todos, h)
+			delete(c.seen, h)
+		}
+	}
+	for h := range c.leases {
+		if !keep(h) {
+			delete(c.leases, h)
+			delete(c.seen, h)
+		}
+	}
 }
 
 // Encode returns the cache's persisted form, keeping only the records seen

@@ -544,3 +544,38 @@ func TestLeaseCacheEncodingIsExact(t *testing.T) {
 		}
 	}
 }
+
+// Keep drops the records it rejects, from memory and from what Encode
+// saves; the others stay hits.
+func TestRecordCacheKeep(t *testing.T) {
+	files := &hashedFiles{MemFiles: MemFiles{}}
+	v := NewView(files, "r1", tlT0)
+	for i := 0; i < 4; i++ {
+		v.PutTodo("g", &Todo{ID: fmt.Sprintf("todo_k%03d", i), Text: "x", Status: TodoOpen, Priority: "P2"})
+	}
+	files.Apply(v.Changes())
+	c := NewRecordCache(nil)
+	first := NewView(files, "r1", tlT0)
+	first.UseCache(c)
+	if _, err := first.Todos("g"); err != nil || c.Len() != 4 {
+		t.Fatalf("%d cached, %v", c.Len(), err)
+	}
+	gone := map[string]bool{}
+	_ = files.WalkHashes(TodosDir("g"), func(p, h string) error {
+		if strings.Contains(p, "todo_k000") || strings.Contains(p, "todo_k001") {
+			gone[h] = true
+		}
+		return nil
+	})
+	c.Keep(func(h string) bool { return !gone[h] })
+	if c.Len() != 2 {
+		t.Fatalf("after Keep: %d cached, want 2", c.Len())
+	}
+	restored := NewRecordCache(func() []byte { return c.Encode() })
+	files.reads = 0
+	again := NewView(files, "r1", tlT0)
+	again.UseCache(restored)
+	if _, err := again.Todos("g"); err != nil || files.reads != 2 || restored.Len() != 4 {
+		t.Fatalf("restored: %d reads (want the 2 dropped), %d cached, %v", files.reads, restored.Len(), err)
+	}
+}

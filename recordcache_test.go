@@ -1,0 +1,68 @@
+package loopx
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// A Store that lives for many mutations keeps its record cache bounded by
+// the records of the head, in memory and in the file it saves: every
+// version it decoded is not kept.
+func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
+	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
+	recordCacheSlack = 8
+	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
+	s := openRepo(repo, Options{Now: func() time.Time { return clock }})
+	do := func(req any) {
+		t.Helper()
+		clock = clock.Add(time.Second)
+		if _, err := s.Apply(lease.CallOf(req)); err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+	}
+	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
+	do(lease.GoalCreateRequest{Goal: "g"})
+	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
+	const todos = 5
+	for i := range todos {
+		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
+		v := int64(0)
+		do(lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a", IdempotencyKey: fmt.Sprintf("k%d", i),
+			ExpectedVersion: &v, TTLSeconds: 3600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})
+	}
+	peak := 0
+	for r := int64(1); r <= 60; r++ {
+		for i := range todos {
+			v := r
+			do(lease.RenewRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a", IdempotencyKey: fmt.Sprintf("k%d", i),
+				ExpectedVersion: &v, TTLSeconds: 3600})
+		}
+		// A scan reads every record of the head through the cache.
+		if _, err := s.ListTodos(TodoFilter{Goal: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, s.cache.Len())
+	}
+	// 5 todos and 5 leases are live; 300 renewals made 300 lease versions.
+	if limit := 2*(2*todos) + recordCacheSlack + 2*todos; peak > limit {
+		t.Fatalf("the cache grew to %d records (limit %d)", peak, limit)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.cache.Len(); n > 2*todos {
+		t.Fatalf("after Close the cache holds %d records, want at most the %d of the head", n, 2*todos)
+	}
+	// The file holds those (10 records: 13 KB here; the 310 versions
+	// decoded would be some 400 KB).
+	data, err := repo.ReadSideFile(recordCacheName)
+	if err != nil || len(data) == 0 || len(data) > 64<<10 {
+		t.Fatalf("saved cache: %d bytes, %v", len(data), err)
+	}
+	t.Logf("peak %d records in memory, %d bytes saved", peak, len(data))
+}
