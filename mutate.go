@@ -102,6 +102,7 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
 	o, err := decide(v, now)
+	s.maybePruneRecordCache() // a long-lived reader follows every version too
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -66,3 +66,41 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 	}
 	t.Logf("peak %d records in memory, %d bytes saved", peak, len(data))
 }
+
+// A Store that only reads, while another process writes, keeps its record
+// cache bounded too.
+func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
+	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
+	recordCacheSlack = 8
+	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
+	opts := Options{Now: func() time.Time { return clock }}
+	writer, reader := openRepo(repo, opts), openRepo(repo, opts)
+	do := func(req any) {
+		t.Helper()
+		clock = clock.Add(time.Second)
+		if _, err := writer.Apply(lease.CallOf(req)); err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+	}
+	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
+	do(lease.GoalCreateRequest{Goal: "g"})
+	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
+	for i := range 5 {
+		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
+	}
+	peak := 0
+	for r := range 60 {
+		for i := range 5 {
+			do(lease.UpdateRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Actor: "agent-a", Note: fmt.Sprintf("n%d", r)})
+		}
+		if _, err := reader.ListTodos(TodoFilter{Goal: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, reader.cache.Len())
+	}
+	// 5 todos are live; the reader decoded 300 versions.
+	if limit := 2*5 + recordCacheSlack + 5; peak > limit {
+		t.Fatalf("the reader's cache grew to %d records (limit %d)", peak, limit)
+	}
+}
