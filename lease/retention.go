@@ -131,28 +131,22 @@ func (v *View) UseReceiptArchive(a ReceiptArchive) { v.archive = a }
 // a key the todo has seen, with an expected version below the lease's, may
 // have been decided before; its receipt is then looked for in history.
 func findOperationReceipt(v *View, goal, todo, owner, key, id, digest string, expected int64) (*Receipt, error) {
-	r, _, err := findReceipt(v, goal, todo, id, digest)
-	if err != nil || r != nil || v.archive == nil || expected < 1 {
-		return r, err
-	}
 	l, err := v.leaseRecord(goal, todo)
-	if err != nil || l == nil || expected >= l.Version {
+	if err != nil {
 		return nil, err
+	}
+	r, _, err := receiptIn(v, l, goal, id, digest)
+	if err != nil || r != nil || v.archive == nil || l == nil || expected < 1 || expected >= l.Version {
+		return r, err
 	}
 	epoch, seen := executionEpoch(l, owner, key)
 	if !seen {
 		return nil, nil // no execution of this key: nothing was decided
 	}
-	if r, err = v.archive(goal, todo, id, expected, epoch); err != nil || r == nil {
+	if r, err = v.archive(goal, todo, id, expected, epoch); err != nil || r == nil || r.ID != id {
 		return nil, err
 	}
-	if r.ID != id {
-		return nil, nil
-	}
-	if r.RequestDigest != digest {
-		return nil, digestMismatch(r.Operation, r.ID)
-	}
-	return r, nil
+	return sameRequest(r, digest)
 }
 
 // executionEpoch returns the epoch of owner's execution key on l (0 when its
@@ -200,6 +194,12 @@ func findReceipt(v *View, goal, todo, id, digest string) (r *Receipt, retired bo
 	if err != nil {
 		return nil, false, err
 	}
+	return receiptIn(v, l, goal, id, digest)
+}
+
+// receiptIn is findReceipt on todo's lease record l (nil: none), already
+// read.
+func receiptIn(v *View, l *Lease, goal, id, digest string) (r *Receipt, retired bool, err error) {
 	if l != nil {
 		for i := len(l.Receipts) - 1; i >= 0; i-- {
 			if l.Receipts[i].ID == id {
@@ -222,8 +222,15 @@ func findReceipt(v *View, goal, todo, id, digest string) (r *Receipt, retired bo
 			return nil, false, err
 		}
 	}
+	r, err = sameRequest(r, digest)
+	return r, false, err
+}
+
+// sameRequest returns r when its request had this digest; another digest
+// under the same identity is idempotency_key_reuse.
+func sameRequest(r *Receipt, digest string) (*Receipt, error) {
 	if r.RequestDigest != digest {
-		return nil, false, digestMismatch(r.Operation, r.ID)
+		return nil, digestMismatch(r.Operation, r.ID)
 	}
-	return r, false, nil
+	return r, nil
 }
