@@ -73,7 +73,14 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 // walkLog answers q by walking the history from head.
 func (s *Store) walkLog(head gitstore.Hash, q LogQuery) ([]LogEntry, error) {
 	entries := []LogEntry{}
-	err := s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+	err := s.repo.Log(head, s.collect(q, &entries))
+	return entries, err
+}
+
+// collect is a history walk's callback that adds q's entries to *entries,
+// newest first, up to q's limit (or down to q.Since).
+func (s *Store) collect(q LogQuery, entries *[]LogEntry) func(c gitstore.CommitMeta) (bool, error) {
+	return func(c gitstore.CommitMeta) (bool, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
 		}
@@ -81,10 +88,9 @@ func (s *Store) walkLog(head gitstore.Hash, q LogQuery) ([]LogEntry, error) {
 		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
 			return true, nil
 		}
-		entries = append(entries, le)
-		return len(entries) < q.Limit, nil
-	})
-	return entries, err
+		*entries = append(*entries, le)
+		return len(*entries) < q.Limit, nil
+	}
 }
 
 // logEntry reads one commit for the log with the parser verify --history

@@ -145,42 +145,37 @@ func (s *Store) indexedLog(head gitstore.Hash, q LogQuery) (entries []LogEntry, 
 	if q.Todo == "" || !q.Since.IsZero() || q.Limit > logIndexKeep || !lease.ValidTodoID(q.Todo) {
 		return nil, false, nil
 	}
-	ix, err := s.logIndexAt(head, q.Todo)
-	if err != nil {
+	entries = []LogEntry{}
+	if err := s.todoCommits(head, q.Todo, s.collect(q, &entries)); err != nil {
 		return nil, false, err
 	}
-	entries = []LogEntry{}
-	hs := ix.todos[q.Todo]
+	return entries, true, nil
+}
+
+// todoCommits calls fn with todo's commits on head's history, newest first,
+// until it returns false: the commits the index names, then, when the index
+// dropped older ones, every commit below them (fn filters those).
+func (s *Store) todoCommits(head gitstore.Hash, todo string, fn func(c gitstore.CommitMeta) (bool, error)) error {
+	ix, err := s.logIndexAt(head, todo)
+	if err != nil {
+		return err
+	}
+	hs := ix.todos[todo]
 	for _, h := range hs {
 		c, err := s.commitMeta(h)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		le, ok := s.logEntry(c)
-		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
-			continue
-		}
-		if entries = append(entries, le); len(entries) == q.Limit {
-			return entries, true, nil
+		if more, err := fn(c); err != nil || !more {
+			return err
 		}
 	}
-	if len(hs) == logIndexKeep {
-		// The index named only the latest: go on walking below them.
-		c, err := s.commitMeta(hs[len(hs)-1])
-		if err != nil {
-			return nil, false, err
-		}
-		err = s.repo.Log(c.Parent, func(c gitstore.CommitMeta) (bool, error) {
-			le, ok := s.logEntry(c)
-			if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
-				return true, nil
-			}
-			entries = append(entries, le)
-			return len(entries) < q.Limit, nil
-		})
-		if err != nil {
-			return nil, false, err
-		}
+	if len(hs) < logIndexKeep {
+		return nil
 	}
-	return entries, true, nil
+	c, err := s.commitMeta(hs[len(hs)-1])
+	if err != nil {
+		return err
+	}
+	return s.repo.Log(c.Parent, fn)
 }

@@ -24,45 +24,22 @@ func (s *Store) archivedReceipt(head gitstore.Hash, goal, todo, id string, versi
 		return nil, nil
 	}
 	var found gitstore.Hash
-	// visit reports whether to go on below c.
-	visit := func(c gitstore.CommitMeta) bool {
+	err := s.todoCommits(head, todo, func(c gitstore.CommitMeta) (bool, error) {
 		e, ok := lease.ParseMessage(c.Message)
 		if !ok || e.Todo != todo || e.Goal != goal || e.ProjectionOf != "" {
-			return true
+			return true, nil
 		}
 		if e.Receipt == id {
 			found = c.Hash
-			return false
+			return false, nil
 		}
 		// Every commit of the todo's lease carries its version and epoch;
 		// the operation's commit is at version ≥ its expected version and
 		// epoch ≥ its execution's.
-		return !(e.Version > 0 && e.Version < version) && !(epoch > 0 && e.Epoch > 0 && e.Epoch < epoch)
-	}
-	ix, err := s.logIndexAt(head, todo)
+		return !(e.Version > 0 && e.Version < version) && !(epoch > 0 && e.Epoch > 0 && e.Epoch < epoch), nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	hs := ix.todos[todo]
-	more := true
-	for _, h := range hs {
-		c, err := s.commitMeta(h)
-		if err != nil {
-			return nil, err
-		}
-		if more = visit(c); !more {
-			break
-		}
-	}
-	if more && len(hs) == logIndexKeep {
-		// The index names only the latest commits: walk on below them.
-		c, err := s.commitMeta(hs[len(hs)-1])
-		if err != nil {
-			return nil, err
-		}
-		if err := s.repo.Log(c.Parent, func(c gitstore.CommitMeta) (bool, error) { return visit(c), nil }); err != nil {
-			return nil, err
-		}
 	}
 	if found.IsZero() {
 		return nil, nil
