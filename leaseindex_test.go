@@ -185,23 +185,10 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
 	defer func(n int) { leaseIndexSaveAfter = n }(leaseIndexSaveAfter)
 	leaseIndexSaveAfter = 3
-	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	opts := Options{Now: func() time.Time { return clock }}
-	s := openRepo(repo, opts)
-	for _, req := range []any{
-		lease.InitRequest{FormatVersion: lease.FormatVersion},
-		lease.GoalCreateRequest{Goal: "g"},
-		lease.RegisterRequest{Goal: "g", Agent: "agent-a"},
-	} {
-		if _, err := s.Apply(lease.CallOf(req)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newMemFix(t, "agent-a")
+	s, repo := f.s, f.repo
 	for i := range 8 {
-		if _, err := s.AddTodo(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"}); err != nil {
-			t.Fatal(err)
-		}
+		f.do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
 	}
 	saved := func() gitstore.Hash {
 		if ix := s.loadLeaseIndex("g"); ix != nil {
@@ -213,13 +200,10 @@ func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
 	// reads the index, from the file.
 	acquire := func(i int) gitstore.Hash {
 		t.Helper()
-		clock = clock.Add(time.Second)
 		head, _ := repo.Head(context.Background())
 		v := int64(0)
-		if _, err := openRepo(repo, opts).Apply(lease.CallOf(lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
-			IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})); err != nil {
-			t.Fatal(err)
-		}
+		f.do(f.open(), lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
+			IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})
 		return head // the revision its decision read
 	}
 	first := acquire(0) // no file yet: built from the records, saved

@@ -104,17 +104,9 @@ func TestLogIndexMatchesWalk(t *testing.T) {
 // A bucket that names no todo (a query of a todo without commits) is kept
 // like any other: the next query reads it instead of walking all history.
 func TestLogIndexEmptyBucketIsKept(t *testing.T) {
-	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	s := openRepo(gitstore.NewMemRepo(gitstore.DefaultRetry), Options{Now: func() time.Time { return clock }})
-	for _, req := range []any{
-		lease.InitRequest{FormatVersion: lease.FormatVersion},
-		lease.GoalCreateRequest{Goal: "g"},
-		lease.AddRequest{Goal: "g", Todo: "todo_aaa", Text: "a"},
-	} {
-		if _, err := s.Apply(lease.CallOf(req)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newMemFix(t)
+	s := f.s
+	f.do(s, lease.AddRequest{Goal: "g", Todo: "todo_aaa", Text: "a"})
 	missing := "todo_nothing_here"
 	if logIndexName(missing) == logIndexName("todo_aaa") {
 		t.Fatal("pick a todo in another bucket")

@@ -2,9 +2,7 @@ package loopx
 
 import (
 	"testing"
-	"time"
 
-	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -14,21 +12,10 @@ import (
 func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
 	defer func(k int) { logIndexKeep = k }(logIndexKeep)
 	logIndexKeep = 2
-	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	s := openRepo(gitstore.NewMemRepo(gitstore.DefaultRetry), Options{Now: func() time.Time { return clock }})
-	do := func(req any) *Result {
-		t.Helper()
-		clock = clock.Add(time.Second)
-		res, err := s.Apply(lease.CallOf(req))
-		if err != nil {
-			t.Fatalf("%T: %v", req, err)
-		}
-		return res
-	}
+	f := newMemFix(t, "agent-a")
+	s := f.s
+	do := func(req any) *Result { t.Helper(); return f.do(s, req) }
 	v := func(n int64) *int64 { return &n }
-	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
-	do(lease.GoalCreateRequest{Goal: "g"})
-	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
 	for _, id := range []string{"todo_aaa", "todo_bbb"} {
 		do(lease.AddRequest{Goal: "g", Todo: id, Text: id, Actor: "agent-a"})
 	}

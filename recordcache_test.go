@@ -3,9 +3,7 @@ package loopx
 import (
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -15,19 +13,9 @@ import (
 func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
 	recordCacheSlack = 8
-	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	s := openRepo(repo, Options{Now: func() time.Time { return clock }})
-	do := func(req any) {
-		t.Helper()
-		clock = clock.Add(time.Second)
-		if _, err := s.Apply(lease.CallOf(req)); err != nil {
-			t.Fatalf("%T: %v", req, err)
-		}
-	}
-	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
-	do(lease.GoalCreateRequest{Goal: "g"})
-	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
+	f := newMemFix(t, "agent-a")
+	s, repo := f.s, f.repo
+	do := func(req any) { t.Helper(); f.do(s, req) }
 	const todos = 5
 	for i := range todos {
 		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
@@ -72,20 +60,9 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
 	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
 	recordCacheSlack = 8
-	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
-	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	opts := Options{Now: func() time.Time { return clock }}
-	writer, reader := openRepo(repo, opts), openRepo(repo, opts)
-	do := func(req any) {
-		t.Helper()
-		clock = clock.Add(time.Second)
-		if _, err := writer.Apply(lease.CallOf(req)); err != nil {
-			t.Fatalf("%T: %v", req, err)
-		}
-	}
-	do(lease.InitRequest{FormatVersion: lease.FormatVersion})
-	do(lease.GoalCreateRequest{Goal: "g"})
-	do(lease.RegisterRequest{Goal: "g", Agent: "agent-a"})
+	f := newMemFix(t, "agent-a")
+	writer, reader := f.s, f.open()
+	do := func(req any) { t.Helper(); f.do(writer, req) }
 	for i := range 5 {
 		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
 	}
