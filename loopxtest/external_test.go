@@ -105,6 +105,17 @@ func TestOutsideModule(t *testing.T) {
 		return out.String(), err
 	}
 
+	// Building this repository caches the modules it compiles, but the new
+	// module resolves loopx's whole module graph (-mod=mod), which also
+	// names modules that only their own tests use (go-spew, under
+	// filepath-securejoin). Load that graph once, with this machine's own
+	// settings, so that a fresh module cache holds every go.mod it needs.
+	list := exec.Command(goBin, "list", "-m", "all")
+	list.Dir = root
+	if out, err := list.CombinedOutput(); err != nil {
+		t.Fatalf("go list -m all in %s (loads the module graph into the cache): %v\n%s", root, err, out)
+	}
+
 	out, err := goTest()
 	if err != nil {
 		t.Fatalf("the module's go test failed: %v\n%s", err, out)
