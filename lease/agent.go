@@ -21,6 +21,10 @@ type RegisterRequest struct {
 	// SigningKey is the agent's SSH public key (authorized_keys format,
 	// a comment allowed), "" for none; see CheckSigningKey.
 	SigningKey string `json:"signing_key,omitempty" desc:"the agent's SSH public key (authorized_keys format) that signs its state commits"`
+	// By is the admin who registers the agent (governance.go): needed in
+	// a store with admins to grant authority (orchestrator, lifecycle
+	// authority), to register another agent, or under registration: admin.
+	By string `json:"by_agent_id,omitempty" desc:"the admin who registers the agent (needed, in a store with admins, for orchestrators and lifecycle authority, and under registration: admin)"`
 }
 
 // UnregisterRequest unregisters an agent.
@@ -76,14 +80,24 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 	auth := slices.Clone(req.LifecycleAuthority)
 	slices.Sort(auth)
 	auth = slices.Compact(auth)
+	actor, target := req.Agent, ""
+	if req.By != "" && req.By != req.Agent {
+		if err := CheckAgentID("by", req.By); err != nil {
+			return nil, err
+		}
+		actor, target = req.By, req.Agent
+	}
 	if old.Registered() {
 		if old.Role == req.Role && slices.Equal(old.LifecycleAuthority, auth) && old.RequiresReason == req.RequiresReason && old.SigningKey == key {
 			// The same registration again (a retry after a lost answer):
 			// a replay, not a second registration.
-			return &Outcome{Operation: OpAgentRegister, Status: StatusReplayed, Goal: req.Goal, Actor: req.Agent,
+			return &Outcome{Operation: OpAgentRegister, Status: StatusReplayed, Goal: req.Goal, Actor: actor, TargetAgent: target,
 				Data: AgentData{GoalID: req.Goal, AgentID: old.ID, Agent: old}}, nil
 		}
 		return nil, Errorf(CodeAgentExists, "agent %s is already registered in goal %s (with other facts)", req.Agent, req.Goal).With("agent_id", req.Agent)
+	}
+	if err := checkRegistrationAuthority(v, req); err != nil {
+		return nil, err
 	}
 	if key != "" {
 		if err := signingKeyFree(v, req.Agent, key); err != nil {
@@ -96,8 +110,36 @@ func RegisterAgent(v *View, req RegisterRequest, now time.Time) (*Outcome, error
 		a.Registration = old.Registration + 1
 	}
 	v.PutAgent(req.Goal, a)
-	return &Outcome{Operation: OpAgentRegister, Status: StatusApplied, Goal: req.Goal, Actor: req.Agent,
+	return &Outcome{Operation: OpAgentRegister, Status: StatusApplied, Goal: req.Goal, Actor: actor, TargetAgent: target,
 		Write: true, Data: AgentData{GoalID: req.Goal, AgentID: a.ID, Agent: a}}, nil
+}
+
+// checkRegistrationAuthority is governance's rule for a registration
+// (governance.go): in a store with admins, one that grants authority, one
+// made for another agent, and any under registration: admin is an
+// admin's (by). An open store lets agents register themselves with any
+// role, as before admins existed; there by names nobody.
+func checkRegistrationAuthority(v *View, req RegisterRequest) error {
+	m, err := RequireStore(v)
+	if err != nil {
+		return err
+	}
+	other := req.By != "" && req.By != req.Agent
+	if !Governed(m) {
+		if other {
+			return Errorf(CodeInvalidRequest, "this store has no admins: agents register themselves (by_agent_id names nobody here)").With("field", "by_agent_id")
+		}
+		return nil
+	}
+	switch {
+	case grantsAuthority(&req):
+		return RequireAdmin(m, req.By, "registering an orchestrator or lifecycle authority")
+	case other:
+		return RequireAdmin(m, req.By, "registering another agent")
+	case registrationOf(m) == RegistrationAdmin:
+		return RequireAdmin(m, req.By, "registering an agent (this store's registration is admin)")
+	}
+	return nil
 }
 
 // UnregisterAgent marks a registered agent unregistered. Its leases stop
@@ -122,12 +164,23 @@ func UnregisterAgent(v *View, req UnregisterRequest, now time.Time) (*Outcome, e
 	}
 	o := &Outcome{Operation: OpAgentUnregister, Status: StatusApplied, Goal: goal, Actor: by}
 	if by != agent {
-		doer, err := RequireAgent(v, goal, "by agent id", by)
+		m, err := RequireStore(v)
 		if err != nil {
 			return nil, err
 		}
-		if doer.Role != RoleOrchestrator {
-			return nil, Errorf(CodeAuthorityRequired, "only the agent itself or a registered orchestrator unregisters %s; %s is a %s", agent, by, doer.Role)
+		if Governed(m) {
+			// With admins, unregistering another agent is an admin's.
+			if err := RequireAdmin(m, by, "unregistering another agent"); err != nil {
+				return nil, err
+			}
+		} else {
+			doer, err := RequireAgent(v, goal, "by agent id", by)
+			if err != nil {
+				return nil, err
+			}
+			if doer.Role != RoleOrchestrator {
+				return nil, Errorf(CodeAuthorityRequired, "only the agent itself or a registered orchestrator unregisters %s; %s is a %s", agent, by, doer.Role)
+			}
 		}
 		o.TargetAgent = agent
 	}
@@ -235,6 +288,14 @@ func CheckSigningKey(text string) (string, error) {
 // signingKeyFree refuses key when an agent other than agent holds it in any
 // goal (see the decisions above).
 func signingKeyFree(v *View, agent, key string) error {
+	if m, err := v.Meta(); err == nil && m != nil {
+		for _, a := range m.Admins {
+			if a.ID != agent && a.SigningKey == key {
+				return Errorf(CodeInvalidRequest, "signing_key: this key is admin %s's; every identity needs its own key", a.ID).
+					With("field", "signing_key").With("admin_id", a.ID)
+			}
+		}
+	}
 	goals, err := v.files.List(GoalsDir)
 	if err != nil {
 		return err

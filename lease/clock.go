@@ -97,6 +97,9 @@ func ClockReset(v *View, req ClockResetRequest, now time.Time) (*Outcome, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := RequireAdmin(m, req.Actor, "clock-reset"); err != nil {
+		return nil, err
+	}
 	skew := MaxClockSkew(m)
 	if v.HeadTime.Sub(now) <= skew {
 		return nil, Errorf(CodeInvalidRequest, "the head is dated %s, not more than %s ahead of this clock (%s): nothing to reset",

@@ -54,6 +54,8 @@ const (
 	CodeClockSkew                Code = "clock_skew"
 	CodeSignatureRequired        Code = "signature_required"
 	CodeSignatureInvalid         Code = "signature_invalid"
+	CodeStaleEpoch               Code = "stale_epoch"
+	CodeStoreMismatch            Code = "store_mismatch"
 )
 
 // Class says how a caller should react to an error; it maps to the exit code.

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,15 +24,38 @@ type GoalArchiveRequest struct {
 // GoalUnarchiveRequest makes an archived goal (named explicitly) active.
 type GoalUnarchiveRequest GoalArchiveRequest
 
-// InitRequest creates the store's root record at a format version.
+// InitRequest creates the store's root record at a format version, or
+// changes the store's settings.
 type InitRequest struct {
 	FormatVersion int `json:"format_version,omitempty" desc:"the store format written" required:"true"`
+	// StoreID names a new store (ignored, and cleared by the resolver,
+	// when the store exists).
+	StoreID string `json:"store_id,omitempty" desc:"the new store's id (32 hex digits; made by loopx)"`
 	// MaxClockSkewSeconds sets the store's clock-skew bound (0: keep it,
 	// or the default on a new store).
 	MaxClockSkewSeconds int64 `json:"max_clock_skew_seconds,omitempty" desc:"how far the head may be dated ahead of a deciding machine's clock (default 30)"`
 	// RequireSignatures turns on signed state commits (false: keep the
 	// store's setting; it cannot be turned off).
 	RequireSignatures bool `json:"require_signatures,omitempty" desc:"every later state commit must be signed by its acting agent's registered key (cannot be turned off)"`
+	// Admin adds an admin (with AdminKey, its signing key).
+	Admin    string `json:"admin_id,omitempty" desc:"an admin to add (governance.go); the first closes an open store"`
+	AdminKey string `json:"admin_signing_key,omitempty" desc:"the admin's SSH public key (authorized_keys format)"`
+	// Registration sets who registers agents: open or admin ("": keep).
+	Registration string `json:"registration,omitempty" desc:"open (agents register themselves) or admin (only an admin registers agents)"`
+	// By is the admin who changes the settings of a governed store.
+	By string `json:"by_agent_id,omitempty" desc:"the admin who changes the settings of a store that has admins"`
+}
+
+func resolveInit(v *View, d Defaults, now time.Time, r *InitRequest) error {
+	if m, err := v.Meta(); err == nil && m != nil {
+		r.StoreID = ""
+	}
+	if r.AdminKey != "" {
+		if norm, err := NormalizeSigningKey(r.AdminKey); err == nil {
+			r.AdminKey = norm
+		}
+	}
+	return nil
 }
 
 // GoalData is the result of goal commands.
@@ -114,6 +138,13 @@ func setGoalStatus(v *View, req GoalArchiveRequest, op, status string, now time.
 	if g.Status == status {
 		return o, nil
 	}
+	m, err := RequireStore(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := RequireAdmin(m, req.Actor, strings.Replace(op, ".", " ", 1)); err != nil {
+		return nil, err
+	}
 	g.Status, g.UpdatedAt = status, now
 	v.PutGoal(g)
 	o.Status, o.Write, o.BoardChanged = StatusApplied, true, true
@@ -136,7 +167,9 @@ func ActiveGoals(v *View) ([]*Goal, error) {
 }
 
 // Init creates the store meta record at the requested format; on an
-// initialized store it is no_change. A store of a newer format is refused.
+// initialized store it changes the settings the request names (an admin's
+// to do in a governed store: governance.go), and is no_change when they
+// are already so. A store of a newer format is refused.
 func Init(v *View, req InitRequest, now time.Time) (*Outcome, error) {
 	if err := checkFormatRequest(req.FormatVersion); err != nil {
 		return nil, err
@@ -148,38 +181,118 @@ func Init(v *View, req InitRequest, now time.Time) (*Outcome, error) {
 	if req.MaxClockSkewSeconds < 0 || req.MaxClockSkewSeconds > 86400 {
 		return nil, Errorf(CodeInvalidRequest, "max clock skew %d seconds is out of range 1..86400", req.MaxClockSkewSeconds).With("field", "max_clock_skew_seconds")
 	}
-	o := &Outcome{Operation: OpStoreInit, Status: StatusNoChange}
+	if req.Registration != "" && req.Registration != RegistrationOpen && req.Registration != RegistrationAdmin {
+		return nil, Errorf(CodeInvalidRequest, "registration %q: want open or admin", req.Registration).With("field", "registration")
+	}
+	if req.Admin != "" {
+		if err := CheckAgentID("admin id", req.Admin); err != nil {
+			return nil, err
+		}
+	} else if req.AdminKey != "" {
+		return nil, Errorf(CodeInvalidRequest, "an admin key needs its admin (--admin ID)").With("field", "admin_signing_key")
+	}
+	if req.By != "" {
+		if err := CheckAgentID("by", req.By); err != nil {
+			return nil, err
+		}
+	}
+	o := &Outcome{Operation: OpStoreInit, Status: StatusNoChange, Actor: req.By}
 	if m != nil {
 		if m.FormatVersion > FormatVersion {
 			return nil, Errorf(CodeStoreFormatUnsupported, "store format %d is newer than this loopx understands (%d)", m.FormatVersion, FormatVersion)
 		}
 		up := *m
-		if req.MaxClockSkewSeconds != 0 {
-			up.MaxClockSkewSeconds = req.MaxClockSkewSeconds
+		changed := false
+		if req.MaxClockSkewSeconds != 0 && req.MaxClockSkewSeconds != m.MaxClockSkewSeconds {
+			up.MaxClockSkewSeconds, changed = req.MaxClockSkewSeconds, true
 		}
-		up.RequireSignatures = m.RequireSignatures || req.RequireSignatures
-		if up == *m {
+		if req.RequireSignatures && !m.RequireSignatures {
+			up.RequireSignatures, changed = true, true
+		}
+		if req.Registration != "" && req.Registration != registrationOf(m) {
+			up.Registration, changed = req.Registration, true
+		}
+		if req.Admin != "" {
+			added, err := putAdmin(v, &up, req.Admin, req.AdminKey, actorOr(req.By, req.Admin), now)
+			if err != nil {
+				return nil, err
+			}
+			changed = changed || added
+		}
+		if !changed {
 			return o, nil
+		}
+		if err := RequireAdmin(m, req.By, "changing the store's settings"); err != nil {
+			return nil, err
+		}
+		if up.RequireSignatures && !m.RequireSignatures && keyedAdmins(&up) == 0 {
+			return nil, errSigningNeedsAdmin()
+		}
+		if o.Actor == "" && !Governed(m) && req.Admin != "" {
+			o.Actor = req.Admin // an open store's first admin adds itself
 		}
 		v.PutMeta(&up)
 		o.Status, o.Write = StatusApplied, true
 		return o, nil
 	}
-	v.PutMeta(&StoreMeta{FormatVersion: req.FormatVersion, CreatedAt: now, MaxClockSkewSeconds: req.MaxClockSkewSeconds, RequireSignatures: req.RequireSignatures})
+	if req.By != "" && req.By != req.Admin {
+		return nil, Errorf(CodeInvalidRequest, "a new store has no admins yet: --by names none (give --admin)").With("field", "by_agent_id")
+	}
+	if req.StoreID != "" && !ValidStoreID(req.StoreID) {
+		return nil, Errorf(CodeInvalidRequest, "store id %q: want 32 lowercase hex digits", req.StoreID).With("field", "store_id")
+	}
+	nm := &StoreMeta{FormatVersion: req.FormatVersion, StoreID: req.StoreID, CreatedAt: now, MaxClockSkewSeconds: req.MaxClockSkewSeconds,
+		RequireSignatures: req.RequireSignatures}
+	if req.Registration != RegistrationOpen {
+		nm.Registration = req.Registration
+	}
+	if req.Admin != "" {
+		if _, err := putAdmin(v, nm, req.Admin, req.AdminKey, "", now); err != nil {
+			return nil, err
+		}
+		o.Actor = req.Admin
+	}
+	if nm.RequireSignatures && keyedAdmins(nm) == 0 {
+		return nil, errSigningNeedsAdmin()
+	}
+	v.PutMeta(nm)
 	o.Status, o.Write = StatusApplied, true
 	return o, nil
+}
+
+func errSigningNeedsAdmin() *Error {
+	return Errorf(CodeInvalidRequest, "a store that requires signatures needs an admin with a signing key: add --admin ID --admin-key FILE.pub").With("field", "admin_signing_key")
+}
+
+// registrationOf is the store's registration mode (open when unset).
+func registrationOf(m *StoreMeta) string {
+	if m == nil || m.Registration == "" {
+		return RegistrationOpen
+	}
+	return m.Registration
 }
 
 // UpgradeRequest moves a store to a newer format.
 type UpgradeRequest struct {
 	FormatVersion int `json:"format_version,omitempty" desc:"the format to upgrade to" required:"true"`
+	// StoreID names the store when the upgrade gives it its id (format
+	// 3); cleared by the resolver when the store has one.
+	StoreID string `json:"store_id,omitempty" desc:"the store's id, given by the upgrade to format 3 (32 hex digits; made by loopx)"`
+}
+
+func resolveUpgrade(v *View, d Defaults, now time.Time, r *UpgradeRequest) error {
+	if m, err := v.Meta(); err == nil && m != nil && (m.StoreID != "" || r.FormatVersion < 3) {
+		r.StoreID = ""
+	}
+	return nil
 }
 
 // Upgrade records that the store is now at the requested format. From
 // format 2 on, every state commit carries its recorded request; the
 // upgrade is itself such a commit, so history before it is "made by an
-// older loopx" and every commit after it must verify. A store at that
-// format already is no_change; a newer one is refused.
+// older loopx" and every commit after it must verify. Format 3 gives the
+// store its id (store_id). A store at that format already is no_change; a
+// newer one is refused.
 func Upgrade(v *View, req UpgradeRequest, now time.Time) (*Outcome, error) {
 	if err := checkFormatRequest(req.FormatVersion); err != nil {
 		return nil, err
@@ -199,6 +312,12 @@ func Upgrade(v *View, req UpgradeRequest, now time.Time) (*Outcome, error) {
 	}
 	up := *m
 	up.FormatVersion = req.FormatVersion
+	if req.FormatVersion >= 3 && m.StoreID == "" {
+		if !ValidStoreID(req.StoreID) {
+			return nil, Errorf(CodeInvalidRequest, "the upgrade to format %d gives the store its id: store_id %q is not 32 lowercase hex digits", req.FormatVersion, req.StoreID).With("field", "store_id")
+		}
+		up.StoreID = req.StoreID
+	}
 	v.PutMeta(&up)
 	o.Status, o.Write = StatusApplied, true
 	return o, nil

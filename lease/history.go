@@ -27,6 +27,8 @@ const (
 	ProblemTimeRegression  = "time_regression"  // the commit is dated before its parent
 	ProblemBoardMismatch   = "board_mismatch"   // a board commit that is not the rendering of its parent
 	ProblemNotLinear       = "not_linear"       // a merge commit, or a commit that is not a child of the head
+	ProblemFutureDated     = "future_dated"     // dated more than the skew bound ahead of the checking clock
+	ProblemOfflineCommit   = "offline_commit"   // an offline commit (Loopx-Offline) published as it is, not re-decided by sync
 )
 
 // HistoryError is a commit that does not verify.

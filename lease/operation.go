@@ -127,8 +127,10 @@ func (op *Operation) with(fixed func(req any), matches func(req any) bool) *Oper
 
 // operations is the table. Order: the order of the docs and tools.
 var operations = []*Operation{
-	def(OpStoreInit, "loopx.store.init/v1", "Create the store's root record.", Init, nil),
-	def(OpStoreUpgrade, "loopx.store.upgrade/v1", "Upgrade the store to a newer format (recorded requests on every commit).", Upgrade, nil),
+	def(OpStoreInit, "loopx.store.init/v1", "Create the store's root record, or change the store's settings (an admin's to do once the store has admins).", Init, resolveInit),
+	def(OpStoreUpgrade, "loopx.store.upgrade/v1", "Upgrade the store to a newer format (recorded requests on every commit; format 3: the store's id).", Upgrade, resolveUpgrade),
+	def(OpAdminAdd, "loopx.admin.add/v1", "Add an admin to the store (or replace an admin's key); the first admin closes an open store.", AddAdmin, resolveAdminAdd),
+	def(OpAdminRemove, "loopx.admin.remove/v1", "Remove an admin from the store (by an admin; never the last).", RemoveAdmin, nil),
 	def(OpClockReset, "loopx.store.clock-reset/v1", "Recover a store whose head is dated in the future: decided at this machine's clock, it brings future expiries back to one TTL from now.", ClockReset, nil).rewinding(),
 	def(OpGoalCreate, "loopx.goal.create/v1", "Create a goal.", CreateGoal, resolveGoalCreate),
 	def(OpGoalArchive, "loopx.goal.archive/v1", "Archive a goal (named explicitly): its records stay, mutations are refused.", ArchiveGoal, nil),

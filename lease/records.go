@@ -11,8 +11,9 @@ import (
 // newer format is refused for writing (store_format_unsupported).
 //
 // Format 1: records only. Format 2: every state commit records its request
-// (Loopx-Request), so history can be re-verified (operation.go).
-const FormatVersion = 2
+// (Loopx-Request), so history can be re-verified (operation.go). Format 3:
+// the store has an id (store_id) and may name admins (governance.go).
+const FormatVersion = 3
 
 // Status values.
 const (
@@ -47,15 +48,42 @@ const DefaultPriority = "P2"
 
 // StoreMeta is the root record (loopx.yaml).
 type StoreMeta struct {
-	FormatVersion int       `yaml:"format_version" json:"format_version"`
-	CreatedAt     time.Time `yaml:"created_at" json:"created_at"`
+	FormatVersion int `yaml:"format_version" json:"format_version"`
+	// StoreID names the store (made at init, or by the upgrade to format
+	// 3): a clone refuses a remote that serves another store
+	// (store_mismatch). "" only in stores older than format 3.
+	StoreID   string    `yaml:"store_id,omitempty" json:"store_id,omitempty"`
+	CreatedAt time.Time `yaml:"created_at" json:"created_at"`
 	// MaxClockSkewSeconds bounds how far the head may be dated ahead of a
 	// deciding machine's clock (0: DefaultMaxClockSkewSeconds; clock.go).
 	MaxClockSkewSeconds int64 `yaml:"max_clock_skew_seconds,omitempty" json:"max_clock_skew_seconds,omitempty"`
 	// RequireSignatures makes every later state commit need the acting
 	// agent's signature (signature.go). Once on, it stays on.
 	RequireSignatures bool `yaml:"require_signatures,omitempty" json:"require_signatures,omitempty"`
+	// Admins govern the store (governance.go): with none the store is
+	// open. Sorted by id.
+	Admins []Admin `yaml:"admins,omitempty" json:"admins,omitempty"`
+	// Registration is who may register agents: "" or RegistrationOpen
+	// (agents register themselves as plain agents), or RegistrationAdmin
+	// (only an admin registers agents).
+	Registration string `yaml:"registration,omitempty" json:"registration,omitempty"`
 }
+
+// Admin is one administrator of a store (governance.go).
+type Admin struct {
+	ID string `yaml:"admin_id" json:"admin_id"`
+	// SigningKey is the admin's SSH public key ("type base64"), which
+	// signs its governance commits in a store that requires signatures.
+	SigningKey string    `yaml:"signing_key,omitempty" json:"signing_key,omitempty"`
+	AddedAt    time.Time `yaml:"added_at" json:"added_at"`
+	AddedBy    string    `yaml:"added_by,omitempty" json:"added_by,omitempty"`
+}
+
+// Registration modes of a store.
+const (
+	RegistrationOpen  = "open"
+	RegistrationAdmin = "admin"
+)
 
 // Goal is a unit of coordinated work.
 type Goal struct {
@@ -235,6 +263,33 @@ func (m *StoreMeta) Validate() error {
 	}
 	if m.MaxClockSkewSeconds < 0 || m.MaxClockSkewSeconds > 86400 {
 		return fmt.Errorf("max_clock_skew_seconds %d is out of range 0..86400", m.MaxClockSkewSeconds)
+	}
+	if m.StoreID != "" && !ValidStoreID(m.StoreID) {
+		return fmt.Errorf("invalid store_id %q", m.StoreID)
+	}
+	if m.Registration != "" {
+		if err := oneOf("registration", m.Registration, RegistrationOpen, RegistrationAdmin); err != nil {
+			return err
+		}
+	}
+	if len(m.Admins) > MaxAdmins {
+		return fmt.Errorf("%d admins: at most %d", len(m.Admins), MaxAdmins)
+	}
+	for i, a := range m.Admins {
+		if !ValidAgentID(a.ID) {
+			return fmt.Errorf("invalid admin_id %q", a.ID)
+		}
+		if i > 0 && m.Admins[i-1].ID >= a.ID {
+			return fmt.Errorf("admins must be sorted by id without repeats (%s, %s)", m.Admins[i-1].ID, a.ID)
+		}
+		if a.SigningKey != "" {
+			if norm, err := NormalizeSigningKey(a.SigningKey); err != nil || norm != a.SigningKey {
+				return fmt.Errorf("admin %s: invalid signing_key", a.ID)
+			}
+		}
+		if a.AddedBy != "" && !ValidAgentID(a.AddedBy) {
+			return fmt.Errorf("admin %s: invalid added_by %q", a.ID, a.AddedBy)
+		}
 	}
 	return nil
 }

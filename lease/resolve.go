@@ -23,6 +23,9 @@ func resolveRegister(v *View, d Defaults, now time.Time, r *RegisterRequest) err
 	if r.Role == "" {
 		r.Role = RoleAgent
 	}
+	if r.By == r.Agent {
+		r.By = ""
+	}
 	return resolveGoalField(v, d, &r.Goal)
 }
 

@@ -85,15 +85,26 @@ func RotateKey(v *View, req RotateKeyRequest, now time.Time) (*Outcome, error) {
 	actor := req.Agent
 	if req.By != "" && req.By != req.Agent {
 		actor = req.By
-		o, err := RequireAgent(v, req.Goal, "by", req.By)
+		m, err := RequireStore(v)
 		if err != nil {
 			return nil, err
 		}
-		if o.Role != RoleOrchestrator || !slices.Contains(o.LifecycleAuthority, ActionReassign) {
-			return nil, Errorf(CodeAuthorityRequired, "agent %s may not rotate %s's key: an orchestrator with %s authority may", o.ID, a.ID, ActionReassign).With("agent_id", o.ID)
-		}
-		if o.RequiresReason && req.AuthorityReason == "" {
-			return nil, Errorf(CodeAuthorityRequired, "orchestrator %s must give --authority-reason to rotate %s's key", o.ID, a.ID).With("agent_id", o.ID)
+		if Governed(m) {
+			// With admins, another agent's key is an admin's to rotate.
+			if err := RequireAdmin(m, req.By, "rotating another agent's key"); err != nil {
+				return nil, err
+			}
+		} else {
+			o, err := RequireAgent(v, req.Goal, "by", req.By)
+			if err != nil {
+				return nil, err
+			}
+			if o.Role != RoleOrchestrator || !slices.Contains(o.LifecycleAuthority, ActionReassign) {
+				return nil, Errorf(CodeAuthorityRequired, "agent %s may not rotate %s's key: an orchestrator with %s authority may", o.ID, a.ID, ActionReassign).With("agent_id", o.ID)
+			}
+			if o.RequiresReason && req.AuthorityReason == "" {
+				return nil, Errorf(CodeAuthorityRequired, "orchestrator %s must give --authority-reason to rotate %s's key", o.ID, a.ID).With("agent_id", o.ID)
+			}
 		}
 	}
 	data := RotateKeyData{GoalID: req.Goal, AgentID: a.ID, PreviousKey: a.SigningKey, Agent: a}

@@ -31,6 +31,9 @@ import (
 //     goal.archive, goal.unarchive): the key of any agent registered in
 //     the store; while no agent holds a key (just after init), any valid
 //     signature, so the first goal can be created.
+//   - A governance commit an admin made as an admin (governance.go): the
+//     admin's key, from the parent's loopx.yaml. An open store's first
+//     admin signs with the key it adds.
 //
 // Board commits are not signed: each must be exactly the rendering of its
 // parent (verify --history), so there is nothing in one to vouch for.
@@ -66,6 +69,10 @@ func CommitSigner(parent *View, call Call, o *Outcome) (SignerRule, error) {
 	}
 	r.Required = m != nil && m.RequireSignatures
 	r.Agent = o.Actor
+	if rule, ok := governanceSigner(parent, m, call, o); ok {
+		rule.Required, rule.Agent = r.Required, r.Agent
+		return rule, nil
+	}
 	switch {
 	case call.Op != nil && call.Op.Name == OpAgentRegister:
 		req := call.Req.(*RegisterRequest)
@@ -104,6 +111,55 @@ func CommitSigner(parent *View, call Call, o *Outcome) (SignerRule, error) {
 		r.AnyKey = len(r.Keys) == 0
 	}
 	return r, nil
+}
+
+// governanceSigner is the signing rule of governance commits
+// (governance.go): one an admin made as an admin is signed with that
+// admin's key; an open store's first admin (admin add, or init adding an
+// admin) signs with the key it adds, proving it holds it. ok is false for
+// every other commit.
+func governanceSigner(parent *View, m *StoreMeta, call Call, o *Outcome) (SignerRule, bool) {
+	var r SignerRule
+	if adminActed(m, call, o) {
+		a := AdminOf(m, o.Actor)
+		if a.SigningKey != "" {
+			r.Keys = []string{a.SigningKey}
+		}
+		// An admin who is also an agent may sign its own registration
+		// with the key it registers as that agent.
+		if req, ok := call.Req.(*RegisterRequest); ok && req.Agent == o.Actor && req.SigningKey != "" {
+			if key, err := NormalizeSigningKey(req.SigningKey); err == nil && !slices.Contains(r.Keys, key) {
+				r.Keys = append(r.Keys, key)
+			}
+		}
+		if len(r.Keys) == 0 {
+			r.Refusal = fmt.Sprintf("admin %s has no signing key (admin add --admin-id %s --signing-key FILE.pub --by ADMIN)", o.Actor, o.Actor)
+		}
+		return r, true
+	}
+	if Governed(m) || call.Op == nil {
+		return r, false
+	}
+	key := ""
+	switch req := call.Req.(type) {
+	case *AdminAddRequest:
+		key = req.SigningKey
+	case *InitRequest:
+		if m != nil && req.Admin != "" {
+			key = req.AdminKey
+		}
+	default:
+		return r, false
+	}
+	if key != "" {
+		if norm, err := NormalizeSigningKey(key); err == nil {
+			r.Keys = []string{norm}
+		}
+	}
+	if len(r.Keys) == 0 {
+		r.Refusal = fmt.Sprintf("the store's first admin %s signs with the key it adds (--signing-key / --admin-key FILE.pub)", o.Actor)
+	}
+	return r, true
 }
 
 // agentKeys lists the keys agent id holds in any goal (registered or not).

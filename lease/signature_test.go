@@ -92,6 +92,7 @@ func TestCommitSigner(t *testing.T) {
 }
 
 func TestInitRequireSignatures(t *testing.T) {
+	key := edKey(t)
 	cases := []struct {
 		name     string
 		meta     *StoreMeta
@@ -100,13 +101,14 @@ func TestInitRequireSignatures(t *testing.T) {
 		required bool
 		skew     int64
 	}{
-		{"a new store", nil, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true}, StatusApplied, true, 0},
+		{"a new store", nil, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true, Admin: "root", AdminKey: key}, StatusApplied, true, 0},
 		{"a new store without", nil, InitRequest{FormatVersion: FormatVersion}, StatusApplied, false, 0},
-		{"turned on: an audited commit", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0}, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true}, StatusApplied, true, 0},
+		{"turned on: an audited commit", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0}, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true, Admin: "root", AdminKey: key}, StatusApplied, true, 0},
 		{"already on", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0, RequireSignatures: true}, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true}, StatusNoChange, true, 0},
 		{"never turned off by an init without it", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0, RequireSignatures: true}, InitRequest{FormatVersion: FormatVersion}, StatusNoChange, true, 0},
 		{"kept when the skew changes", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0, RequireSignatures: true}, InitRequest{FormatVersion: FormatVersion, MaxClockSkewSeconds: 60}, StatusApplied, true, 60},
-		{"both at once", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0, MaxClockSkewSeconds: 60}, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true}, StatusApplied, true, 60},
+		{"both at once", &StoreMeta{FormatVersion: FormatVersion, CreatedAt: gdT0, MaxClockSkewSeconds: 60}, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true, Admin: "root", AdminKey: key}, StatusApplied, true, 60},
+		{"signatures without an admin with a key", nil, InitRequest{FormatVersion: FormatVersion, RequireSignatures: true}, "refused", false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,6 +118,12 @@ func TestInitRequireSignatures(t *testing.T) {
 			}
 			v := NewView(files, "rev", gdT0)
 			o, err := Init(v, c.req, gdT0)
+			if c.status == "refused" {
+				if e, ok := AsError(err); !ok || e.Code != CodeInvalidRequest {
+					t.Fatalf("got %v, want invalid_request", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
