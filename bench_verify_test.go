@@ -131,7 +131,7 @@ func BenchmarkVerifyHistory(b *testing.B) {
 			var d *HistoryData
 			for i := 0; i < b.N; i++ {
 				var err error
-				if d, err = s.verifyHistory(head, ""); err != nil || !d.Valid {
+				if d, err = s.verifyHistory(head, "", false); err != nil || !d.Valid {
 					b.Fatalf("verify: %+v %v", d, err)
 				}
 			}

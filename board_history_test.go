@@ -60,7 +60,7 @@ func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 	}
 	verify := func() *HistoryData {
 		head, _ := repo.Head(context.Background())
-		d, err := s.verifyHistory(head, "")
+		d, err := s.verifyHistory(head, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}

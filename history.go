@@ -55,9 +55,31 @@ type HistoryProblem struct {
 	Message  string `json:"message"`
 }
 
+// HistoryQuery says which history verify --history checks, and how.
+type HistoryQuery struct {
+	// Since is a revision on the state ref: only the commits after it are
+	// checked ("" for all of it).
+	Since string
+	// Published checks the history as a server holds it (the hookless CI
+	// check): an offline commit (Loopx-Offline) on it was pushed as it
+	// is, which the server hook refuses, so it does not verify either.
+	Published bool
+}
+
 // VerifyHistory re-verifies the state ref's history after since (a
 // revision on it; "" for all of it).
 func (s *Store) VerifyHistory(since string) (*Result, error) {
+	return s.VerifyHistoryOf(HistoryQuery{Since: since})
+}
+
+// VerifyHistoryOf re-verifies the history q names. Besides verifying each
+// commit against its parent it reports, as the server hook refuses, a
+// commit dated more than the store's skew bound ahead of this machine's
+// real clock (future_dated, code clock_skew; LOOPX_NOW does not apply):
+// the check that a host without hooks runs from CI sees a takeover dated
+// ahead of real time (contract section 8).
+func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result, error) {
+	since := q.Since
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
@@ -65,7 +87,7 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
-	d, err := s.verifyHistory(head, since)
+	d, err := s.verifyHistory(head, since, q.Published)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +95,11 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 	if !d.Valid {
 		p := d.FirstInvalid
 		code := lease.CodeCorruptRecord
-		if p.Reason == ProblemSignatureRequired || p.Reason == ProblemSignatureInvalid {
+		switch p.Reason {
+		case ProblemSignatureRequired, ProblemSignatureInvalid:
 			code = lease.Code(p.Reason)
+		case lease.ProblemFutureDated:
+			code = lease.CodeClockSkew
 		}
 		return res, lease.Errorf(code, "commit %s does not verify: %s: %s", p.Revision, p.Reason, p.Message).
 			With("revision", p.Revision).With("reason", p.Reason).With("history", d)
@@ -83,7 +108,7 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 }
 
 // verifyHistory checks the first-parent chain from head back to since.
-func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, error) {
+func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) (*HistoryData, error) {
 	d := &HistoryData{Valid: true, Head: head.String(), Since: since}
 	stop := gitstore.ZeroHash
 	if since != "" {
@@ -111,6 +136,18 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, e
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
 	}
 	boards := &historyBoards{s: s, models: map[string]*historyModel{}}
+	realNow := s.opts.systemNow()
+	older := map[string]bool{}
+	// Commits dated beyond the bound ahead of the real clock, not yet
+	// acknowledged by a clock-reset after them (see futureDated).
+	var future []*HistoryProblem
+	fail := func(p *HistoryProblem) (*HistoryData, error) {
+		if len(future) > 0 {
+			p = future[0] // it came first
+		}
+		d.Valid, d.FirstInvalid = false, p
+		return d, nil
+	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		c, err := s.commitMeta(chain[i])
 		if err != nil {
@@ -118,14 +155,25 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, e
 		}
 		d.Commits++
 		kind, perr := s.verifyCommit(c, boards)
+		if perr == nil {
+			perr = s.checkPublished(c, published)
+		}
 		if perr != nil {
 			he, ok := perr.(*lease.HistoryError)
 			if !ok {
 				return nil, mapErr(perr)
 			}
-			d.Valid = false
-			d.FirstInvalid = &HistoryProblem{Revision: c.Hash.String(), Reason: he.Kind, Message: he.Message}
-			return d, nil
+			return fail(&HistoryProblem{Revision: c.Hash.String(), Reason: he.Kind, Message: he.Message})
+		}
+		why, reset, err := s.futureDated(c, realNow)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		switch {
+		case why != "":
+			future = append(future, &HistoryProblem{Revision: c.Hash.String(), Reason: lease.ProblemFutureDated, Message: why})
+		case reset:
+			future = nil // the audited recovery acknowledges them
 		}
 		switch kind {
 		case commitState:
@@ -134,9 +182,41 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string) (*HistoryData, e
 			d.BoardCommits++
 		case commitOlder:
 			d.Older++
+			older[c.Hash.String()] = true
 		}
 	}
+	if len(future) > 0 {
+		return fail(nil)
+	}
+	if stop.IsZero() {
+		s.markVerified(head, older) // the whole history verified: later logs look verdicts up
+	}
 	return d, nil
+}
+
+// checkPublished holds a verified commit of a published history (the
+// hookless CI check) to what a server judges: an offline commit pushed as
+// it is does not verify.
+func (s *Store) checkPublished(c gitstore.CommitMeta, published bool) error {
+	if published && trailerValue(c.Message, TrailerOffline) != "" {
+		return historyProblem(lease.ProblemOfflineCommit, "an offline commit pushed as it is (the server hook refuses it; `loopx sync` decides offline work again on the server's head)")
+	}
+	return nil
+}
+
+// futureDated judges a verified commit by the real clock (contract
+// section 8): why it is dated beyond the store's skew bound ahead of
+// realNow ("" when it is not), and whether it is a clock-reset dated
+// within the bound, which acknowledges the future-dated commits before it
+// (the audited way back: verify --history reports them until someone
+// resets the store's clock; a server with the hook never accepts them).
+func (s *Store) futureDated(c gitstore.CommitMeta, realNow time.Time) (why string, reset bool, err error) {
+	why, err = s.checkClockBound(c, realNow, "this machine's clock", false)
+	if err != nil || why != "" {
+		return why, false, err
+	}
+	e, _ := lease.ParseMessage(c.Message)
+	return "", e.Operation == lease.OpClockReset, nil
 }
 
 func (s *Store) commitMeta(h gitstore.Hash) (gitstore.CommitMeta, error) {

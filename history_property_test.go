@@ -126,7 +126,7 @@ func TestHistoryReverifies(t *testing.T) {
 			}
 			return true, nil
 		})
-		d, err := s.verifyHistory(head, "")
+		d, err := s.verifyHistory(head, "", false)
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -20,20 +20,25 @@ type LogQuery struct {
 type LogEntry struct {
 	Revision string    `json:"revision"`
 	Time     time.Time `json:"time"`
-	Subject  string    `json:"subject"`
+	// Subject is the commit's subject; empty for a commit that does not
+	// verify (its subject names an actor, which it cannot prove).
+	Subject string `json:"subject"`
 	lease.Entry
-	// Integrity says whether the entry can be trusted: "recorded" (the
-	// commit carries a valid request that its trailers agree with; verify
-	// --history re-decides it), "older" (made before the store recorded
-	// requests) or "invalid" (no valid request, or trailers that disagree
-	// with it: the actor is not attributed and Problem says why).
+	// Integrity says whether the entry can be trusted (contract section 7:
+	// the log reports only what a verified commit did):
+	//   - "verified": the commit verifies as verify --history verifies it
+	//     (its recorded request, decided again on its parent at its time,
+	//     gives exactly it);
+	//   - "older": made before the store recorded requests;
+	//   - "invalid": it does not verify; Problem says why, and its actor is
+	//     not attributed (never matched by --agent-id, never shown).
 	Integrity string `json:"integrity"`
 	Problem   string `json:"problem,omitempty"`
 }
 
 // Integrity values of log entries.
 const (
-	IntegrityRecorded = "recorded"
+	IntegrityVerified = "verified"
 	IntegrityOlder    = "older"
 	IntegrityInvalid  = "invalid"
 )
@@ -48,7 +53,8 @@ const DefaultLogLimit = 50
 
 // Log walks the state ref's history from the head, newest first, stopping as
 // soon as the limit is reached (or at --since), so a short query on a long
-// history stays short.
+// history stays short. Every entry shown is verified (verifiedlog.go):
+// from the verified-up-to mark kept beside the store, or commit by commit.
 func (s *Store) Log(q LogQuery) (*Result, error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLogLimit
@@ -60,9 +66,13 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
-	entries, ok, err := s.indexedLog(head, q)
+	lv, err := s.newLogVerifier(head)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	entries, ok, err := s.indexedLog(head, q, lv)
 	if err == nil && !ok {
-		entries, err = s.walkLog(head, q)
+		entries, err = s.walkLog(head, q, lv)
 	}
 	if err != nil {
 		return nil, mapErr(err)
@@ -71,15 +81,16 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 }
 
 // walkLog answers q by walking the history from head.
-func (s *Store) walkLog(head gitstore.Hash, q LogQuery) ([]LogEntry, error) {
+func (s *Store) walkLog(head gitstore.Hash, q LogQuery, lv *logVerifier) ([]LogEntry, error) {
 	entries := []LogEntry{}
-	err := s.repo.Log(head, s.collect(q, &entries))
+	err := s.repo.Log(head, s.collect(q, lv, &entries))
 	return entries, err
 }
 
 // collect is a history walk's callback that adds q's entries to *entries,
-// newest first, up to q's limit (or down to q.Since).
-func (s *Store) collect(q LogQuery, entries *[]LogEntry) func(c gitstore.CommitMeta) (bool, error) {
+// newest first, up to q's limit (or down to q.Since). A commit is judged
+// by what it verifiably did: one that does not verify matches no actor.
+func (s *Store) collect(q LogQuery, lv *logVerifier, entries *[]LogEntry) func(c gitstore.CommitMeta) (bool, error) {
 	return func(c gitstore.CommitMeta) (bool, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
@@ -88,35 +99,25 @@ func (s *Store) collect(q LogQuery, entries *[]LogEntry) func(c gitstore.CommitM
 		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
 			return true, nil
 		}
+		if err := lv.judge(c, &le); err != nil {
+			return false, err
+		}
+		if !matches(le.Entry, q) {
+			return true, nil // it claimed an actor it cannot prove
+		}
 		*entries = append(*entries, le)
 		return len(*entries) < q.Limit, nil
 	}
 }
 
-// logEntry reads one commit for the log with the parser verify --history
-// uses: an entry whose commit carries no valid request is marked, and its
-// actor is not attributed (ok is false for commits that are not loopx's).
+// logEntry reads one commit for the log (ok is false for commits that are
+// not loopx's). Its integrity is judged by the log verifier.
 func (s *Store) logEntry(c gitstore.CommitMeta) (LogEntry, bool) {
 	subject, _, _ := strings.Cut(c.Message, "\n")
-	rc, err := lease.ParseCommit(c.Message)
-	le := LogEntry{Revision: c.Hash.String(), Time: c.When.UTC(), Subject: subject, Entry: rc.Entry, Integrity: IntegrityRecorded}
+	rc, _ := lease.ParseCommit(c.Message)
+	le := LogEntry{Revision: c.Hash.String(), Time: c.When.UTC(), Subject: subject, Entry: rc.Entry}
 	if rc.Entry.Operation == "" && rc.Request == "" {
 		return le, false
-	}
-	switch {
-	case rc.Board && rc.Entry.ProjectionOf != c.Parent.String():
-		le.Integrity, le.Problem = IntegrityInvalid, "a board commit that does not name its parent"
-	case err != nil:
-		older := false
-		if sn, serr := s.repo.Snapshot(c.Parent); serr == nil {
-			older, _ = s.madeByOlder(c, s.viewOf(sn), rc)
-		}
-		if older {
-			le.Integrity = IntegrityOlder
-			break
-		}
-		le.Integrity, le.Problem = IntegrityInvalid, err.Error()
-		le.Actor = ""
 	}
 	return le, true
 }

@@ -141,12 +141,12 @@ func (s *Store) logIndexAt(head gitstore.Hash, todo string) (*logIndex, error) {
 // indexedLog answers q (a todo, no --since) from the index: the entries
 // the walk from head would give. ok is false when the index cannot serve
 // the query.
-func (s *Store) indexedLog(head gitstore.Hash, q LogQuery) (entries []LogEntry, ok bool, err error) {
+func (s *Store) indexedLog(head gitstore.Hash, q LogQuery, lv *logVerifier) (entries []LogEntry, ok bool, err error) {
 	if q.Todo == "" || !q.Since.IsZero() || q.Limit > logIndexKeep || !lease.ValidTodoID(q.Todo) {
 		return nil, false, nil
 	}
 	entries = []LogEntry{}
-	if err := s.todoCommits(head, q.Todo, s.collect(q, &entries)); err != nil {
+	if err := s.todoCommits(head, q.Todo, s.collect(q, lv, &entries)); err != nil {
 		return nil, false, err
 	}
 	return entries, true, nil

@@ -83,11 +83,15 @@ func TestLogIndexMatchesWalk(t *testing.T) {
 			case 3:
 				q.Goal = rapid.SampledFrom([]string{"g", "h"}).Draw(rt, "qgoal")
 			}
-			got, ok, err := s.indexedLog(head, q)
+			lv, err := s.newLogVerifier(head)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			got, ok, err := s.indexedLog(head, q, lv)
 			if err != nil || !ok {
 				rt.Fatalf("indexed log: %v %v", ok, err)
 			}
-			want, err := s.walkLog(head, q)
+			want, err := s.walkLog(head, q, lv)
 			if err != nil {
 				rt.Fatal(err)
 			}

@@ -9,6 +9,9 @@ package loopx
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +55,11 @@ type Options struct {
 	DefaultGoal string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// SystemClock is the real clock (default time.Now), which a fixed Now
+	// (LOOPX_NOW) does not replace where real time must decide:
+	// clock-reset is decided at it and verify --history reports commits
+	// dated beyond the skew bound ahead of it (contract section 8).
+	SystemClock func() time.Time
 	// FenceTimeout bounds the wait for the writer fence (default 10s).
 	FenceTimeout time.Duration
 	// FailProjection makes board delivery fail (fault injection for tests).
@@ -101,6 +109,30 @@ func (o *Options) now() time.Time {
 		return o.Now()
 	}
 	return time.Now()
+}
+
+// systemNow is the real clock (Options.SystemClock).
+func (o *Options) systemNow() time.Time {
+	if o.SystemClock != nil {
+		return o.SystemClock()
+	}
+	return time.Now()
+}
+
+// newStoreID names a new store: 128 random bits, or with a fixed clock
+// (LOOPX_NOW: the same commands give the same bytes) a digest of that
+// time, so that reproducible runs make reproducible stores.
+func (o *Options) newStoreID() string {
+	if o.Now != nil {
+		sum := sha256.Sum256([]byte("loopx store " + o.Now().UTC().Format(time.RFC3339Nano)))
+		return hex.EncodeToString(sum[:16])
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("loopx store %d %d", time.Now().UnixNano(), os.Getpid())))
+		copy(b[:], sum[:])
+	}
+	return hex.EncodeToString(b[:])
 }
 
 func readRegistry(path string) (*Registry, error) {
@@ -242,6 +274,15 @@ type InitOptions struct {
 	Force bool
 	// RequireSignatures turns on signed state commits (false: keep).
 	RequireSignatures bool
+	// Admin adds an admin (AdminKey: its public key, authorized_keys
+	// text); Registration sets who registers agents (open | admin); By is
+	// the admin who changes a governed store's settings (contract
+	// section 8).
+	Admin, AdminKey, Registration, By string
+	// Adopt lets init --remote take a remote that serves another store
+	// than this clone's (store_mismatch without it); the local history is
+	// kept under refs/loopx/backup/.
+	Adopt bool
 }
 
 // InitData is the result of init.
@@ -281,7 +322,9 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, MaxClockSkewSeconds: in.MaxClockSkewSeconds, RequireSignatures: in.RequireSignatures}))
+	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID(),
+		MaxClockSkewSeconds: in.MaxClockSkewSeconds, RequireSignatures: in.RequireSignatures,
+		Admin: in.Admin, AdminKey: in.AdminKey, Registration: in.Registration, By: in.By}))
 	if err != nil {
 		return nil, err
 	}

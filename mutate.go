@@ -155,7 +155,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 		return last.proposal, last.err
 	})
 	if errors.Is(err, errUpgradeFirst) && upgrade {
-		if _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion}), false); err != nil {
+		if _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
 			return nil, err
 		}
 		return s.apply(call, false)
@@ -178,10 +178,16 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 	if c.Op.Name != lease.OpStoreUpgrade && meta != nil && meta.FormatVersion < lease.FormatVersion {
 		return attempt{err: errUpgradeFirst}
 	}
+	if err := s.checkStoreIdentity(v); err != nil {
+		return attempt{err: err}
+	}
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
 	if c.Op.Rewinds {
-		now = clock.UTC().Truncate(time.Second)
+		// clock-reset is decided at the real clock, whatever LOOPX_NOW
+		// says (contract section 8): a reset dated in the past would
+		// expire leases that are live by real time.
+		now = s.opts.systemNow().UTC().Truncate(time.Second)
 	} else if err := lease.CheckClock(clock, sn.Time(), lease.MaxClockSkew(meta)); err != nil {
 		return attempt{err: err}
 	}

@@ -222,3 +222,26 @@ func (s *Store) GC() (*Result, error) {
 		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
 		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}}, time.Time{}), nil
 }
+
+// AddAdmin adds an admin to the store, or replaces an admin's key
+// (contract section 8): by an admin, or by anyone in an open store, which
+// its first admin closes.
+func (s *Store) AddAdmin(req lease.AdminAddRequest) (*Result, error) {
+	return s.Apply(lease.CallOf(req))
+}
+
+// RemoveAdmin removes an admin (by an admin; never the last).
+func (s *Store) RemoveAdmin(req lease.AdminRemoveRequest) (*Result, error) {
+	return s.Apply(lease.CallOf(req))
+}
+
+// ListAdmins lists the store's admins and its registration mode.
+func (s *Store) ListAdmins() (*Result, error) {
+	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+		d, err := lease.ListAdmins(v)
+		if err != nil {
+			return nil, err
+		}
+		return &lease.Outcome{Operation: "admin.list", Data: d}, nil
+	})
+}

@@ -59,6 +59,10 @@ type remoteConf struct {
 type remoteShared struct {
 	mu   sync.Mutex
 	view viewState
+	// known is the id of the store this clone used (knownStoreID), read
+	// once (knownRead).
+	known     string
+	knownRead bool
 }
 
 // viewState describes the head the last read or mutation decided on.
@@ -100,10 +104,107 @@ func (s *Store) bindRepo() {
 		s.repo = s.git.Bind(gitstore.LocalRef(), gitstore.DefaultRetry)
 		return
 	}
-	s.repo = s.git.Bind(&gitstore.Remote{Name: s.remote.name, OnHead: func(h gitstore.Hash, published bool) {
+	s.repo = identityChecked{s.git.Bind(&gitstore.Remote{Name: s.remote.name, OnHead: func(h gitstore.Hash, published bool) {
 		s.noteFetched(h)
 		s.advanceLocal(h, published)
-	}}, gitstore.DefaultRetry)
+	}}, gitstore.DefaultRetry), s}
+}
+
+// identityChecked is the remote's Repo for every read that starts from
+// its head (log, verify, status, guard...): a head of another store is
+// store_mismatch. Mutations check the snapshot they decide on (decide).
+type identityChecked struct {
+	gitstore.Repo
+	s *Store
+}
+
+func (r identityChecked) Head(ctx context.Context) (gitstore.Hash, error) {
+	h, err := r.Repo.Head(ctx)
+	if err != nil || h.IsZero() {
+		return h, err
+	}
+	known := r.s.knownStoreID()
+	if known == "" {
+		return h, nil
+	}
+	served, err := r.s.storeIDAt(h)
+	if err != nil {
+		return h, nil // the read itself reports a corrupt or missing store
+	}
+	if served != "" && served != known {
+		return gitstore.ZeroHash, errStoreMismatch(r.s.remote.name, known, served)
+	}
+	return h, nil
+}
+
+// The store's identity (contract section 8): every store has a store_id
+// (loopx.yaml). A clone remembers the store it used: its local ref, which
+// mirrors the server's, holds that store's loopx.yaml. When the configured
+// remote (the registry's, --remote, a rewritten remote URL) serves a state
+// ref of another store, every command refuses with store_mismatch before
+// deciding anything, and the local ref is never moved onto it, until the
+// user adopts the other store explicitly (`loopx init --remote NAME
+// --adopt`, which keeps the local history under refs/loopx/backup/). A
+// clone without a local store (a first contact) takes what it finds.
+
+// knownStoreID is the id of the store this clone used: its local ref's
+// ("" when it has none, or an old store without one). Read once per Store.
+func (s *Store) knownStoreID() string {
+	s.remote.sh.mu.Lock()
+	defer s.remote.sh.mu.Unlock()
+	if !s.remote.sh.knownRead {
+		s.remote.sh.knownRead = true
+		s.remote.sh.known = s.localStoreID()
+	}
+	return s.remote.sh.known
+}
+
+// localStoreID reads the store id on the local ref.
+func (s *Store) localStoreID() string {
+	if s.git == nil {
+		return ""
+	}
+	h, err := s.git.Head()
+	if err != nil || h.IsZero() {
+		return ""
+	}
+	sn, err := s.git.Snapshot(h)
+	if err != nil {
+		return ""
+	}
+	m, err := lease.NewView(files{sn}, h.String(), sn.Time()).Meta()
+	if err != nil || m == nil {
+		return ""
+	}
+	return m.StoreID
+}
+
+// checkStoreIdentity refuses a view of the remote's head that is another
+// store than the one this clone used.
+func (s *Store) checkStoreIdentity(v *lease.View) error {
+	if s.remote.name == "" || s.remote.offline {
+		return nil
+	}
+	known := s.knownStoreID()
+	if known == "" {
+		return nil
+	}
+	m, err := v.Meta()
+	if err != nil || m == nil {
+		return err // a missing or corrupt store is the decision's to report
+	}
+	if m.StoreID == known || m.StoreID == "" {
+		// A store older than format 3 has no id yet (its upgrade, made
+		// offline here, may still be waiting for sync): it cannot be told
+		// apart, and the upgrade gives it this clone's id.
+		return nil
+	}
+	return errStoreMismatch(s.remote.name, known, m.StoreID)
+}
+
+func errStoreMismatch(remote, known, served string) *lease.Error {
+	return lease.Errorf(lease.CodeStoreMismatch, "remote %s serves another store (%s) than the one this clone used (%s): check the remote's URL and the registry; to work with the remote's store instead, run `loopx init --remote %s --adopt` (this clone's history is kept under refs/loopx/backup/)",
+		remote, served, known, remote).With("remote", remote).With("local_store_id", known).With("remote_store_id", served)
 }
 
 // checkOfflineWork refuses an online mutation while offline work waits for
@@ -257,10 +358,54 @@ func (s *Store) offlinePending() ([]offlineCommit, gitstore.Hash, error) {
 		out = append(out, offlineCommit{hash: c.Hash, msg: c.Message})
 		return true, nil
 	})
+	if err == nil && len(out) > 0 {
+		out, err = s.notOnServer(out)
+	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
 	return out, head, err
+}
+
+// notOnServer drops, from offline commits listed newest first along the
+// local ref's first-parent chain, those the server already has: an
+// offline commit another clone pushed as it is (a server without the hook
+// accepts it) came here with a fetch, and is not this clone's work to
+// replay, ever (contract section 8). The server's head is the tracking
+// ref's last known value; one walk of its chain down to the oldest
+// candidate's depth decides.
+func (s *Store) notOnServer(cands []offlineCommit) ([]offlineCommit, error) {
+	server, err := s.git.ReadRef(s.git.TrackingRef(s.remote.name))
+	if err != nil || server.IsZero() {
+		return cands, nil // never fetched: nothing is known to be there
+	}
+	oldest, err := s.git.Depth(cands[len(cands)-1].hash)
+	if err != nil {
+		return nil, err
+	}
+	top, err := s.git.Depth(server)
+	if err != nil {
+		return nil, err
+	}
+	if top < oldest {
+		return cands, nil
+	}
+	there := map[gitstore.Hash]bool{}
+	steps := top - oldest + 1
+	err = s.git.Log(server, func(c gitstore.CommitMeta) (bool, error) {
+		there[c.Hash] = true
+		steps--
+		return steps > 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cands {
+		if there[c.hash] {
+			return cands[:i], nil // it and everything below it are the server's
+		}
+	}
+	return cands, nil
 }
 
 // mutations counts the state commits (not the boards) among offline commits.
@@ -353,7 +498,7 @@ func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
 // holds the state ref is adopted (the local ref takes its value; a local
 // history that is not part of it is kept under refs/loopx/backup/); a remote
 // that lacks it gets the local history, if any, pushed (published).
-func (s *Store) publishOrAdopt(ctx context.Context) (action string, err error) {
+func (s *Store) publishOrAdopt(ctx context.Context, adopt bool) (action string, err error) {
 	unlock, err := s.git.Lock(ctx, true)
 	if err != nil {
 		return "", err
@@ -387,7 +532,19 @@ func (s *Store) publishOrAdopt(ctx context.Context) (action string, err error) {
 		case local == remoteHead:
 			return "up_to_date", nil
 		default:
+			if known := s.localStoreID(); known != "" && !adopt {
+				served, err := s.storeIDAt(remoteHead)
+				if err != nil {
+					return "", err
+				}
+				if served != "" && served != known {
+					return "", errStoreMismatch(s.remote.name, known, served)
+				}
+			}
 			s.advanceLocal(remoteHead, true)
+			s.remote.sh.mu.Lock()
+			s.remote.sh.knownRead = false // the adopted store is the one this clone uses now
+			s.remote.sh.mu.Unlock()
 			return "adopted", nil
 		}
 	}
@@ -407,7 +564,20 @@ func (s *Store) initRemote(in *InitOptions) (string, error) {
 	s.remote.name = in.Remote
 	s.remote.offline = false
 	s.bindRepo()
-	return s.publishOrAdopt(context.Background())
+	return s.publishOrAdopt(context.Background(), in.Adopt)
+}
+
+// storeIDAt reads the store id of the store at commit h.
+func (s *Store) storeIDAt(h gitstore.Hash) (string, error) {
+	sn, err := s.git.Snapshot(h)
+	if err != nil {
+		return "", err
+	}
+	m, err := lease.NewView(files{sn}, h.String(), sn.Time()).Meta()
+	if err != nil || m == nil {
+		return "", err
+	}
+	return m.StoreID, nil
 }
 
 // actionInitCommit: neither side had a state ref; init's commit decides.

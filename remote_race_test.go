@@ -791,8 +791,9 @@ func TestRemoteURLs(t *testing.T) {
 }
 
 // TestRemoteInitPublishAdopt: init --remote publishes a local history to a
-// remote that lacks the state ref, and a machine with a history of its own
-// adopts the remote's, keeping its own under refs/loopx/backup/.
+// remote that lacks the state ref, and a machine with a store of its own
+// adopts the remote's only with --adopt (store_mismatch without it),
+// keeping its own under refs/loopx/backup/.
 func TestRemoteInitPublishAdopt(t *testing.T) {
 	srv := fileServer(t)
 	bare := bareRepo(t, srv.base, "state")
@@ -810,7 +811,14 @@ func TestRemoteInitPublishAdopt(t *testing.T) {
 	b := newStore(t, "from-b")
 	localB := git(t, b, "rev-parse", "refs/loopx/state")
 	git(t, b, "remote", "add", "origin", srv.url("state"))
-	r = must(t, b, "init", "--remote", "origin")
+	// b's store is another store: taken only when asked (contract section 8).
+	if r := loopx(t, b, nil, "init", "--remote", "origin"); r.code != 1 || r.errCode() != "store_mismatch" {
+		t.Fatalf("init --remote of another store without --adopt: exit %d %s", r.code, r.raw)
+	}
+	if got := git(t, b, "rev-parse", "refs/loopx/state"); got != localB {
+		t.Fatalf("b's ref moved to %s", got)
+	}
+	r = must(t, b, "init", "--remote", "origin", "--adopt")
 	if r.out["remote_action"] != "adopted" {
 		t.Fatalf("adopt: %s", r.raw)
 	}

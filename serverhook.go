@@ -193,8 +193,10 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 			return err
 		}
 		d.Checked++
-		if err := s.checkServerClock(c, now); err != nil {
-			refuse(c.Hash, string(lease.CodeClockSkew), "", "%s", err.Error())
+		if why, err := s.checkServerClock(c, now); err != nil {
+			return err
+		} else if why != "" {
+			refuse(c.Hash, string(lease.CodeClockSkew), lease.ProblemFutureDated, "%s", why)
 			continue
 		}
 		if _, err := s.verifyCommit(c, boards); err != nil {
@@ -207,17 +209,35 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 				code = he.Kind
 			}
 			refuse(c.Hash, code, he.Kind, "%s", he.Message)
+			continue
+		}
+		if trailerValue(c.Message, TrailerOffline) != "" {
+			refuse(c.Hash, string(lease.CodeCorruptRecord), lease.ProblemOfflineCommit,
+				"an offline commit pushed as it is: offline work is published by `loopx sync`, which decides it again on this server's head")
 		}
 	}
 	return nil
 }
 
 // checkServerClock refuses a commit dated more than the store's skew bound
-// (its parent's) ahead of the server's clock.
-func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) error {
+// (its parent's) ahead of the server's clock. A clock-reset, the one
+// commit dated before its parent, must also be dated within the bound of
+// the server's clock (not in its past: a reset dated yesterday would
+// expire leases that are live today), on a parent dated more than the
+// bound ahead of it (contract section 8).
+func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) (string, error) {
+	return s.checkClockBound(c, now, "the server's clock", true)
+}
+
+// checkClockBound is checkServerClock against any real clock (which):
+// the server's, or the clock of verify --history, the hookless check.
+// resets says whether a clock-reset is also held to the bound behind
+// the clock (only a check made when the commit arrives can). It returns
+// why the commit is refused ("" when it holds), or the store's error.
+func (s *Store) checkClockBound(c gitstore.CommitMeta, now time.Time, which string, resets bool) (string, error) {
 	parent, err := s.repo.Snapshot(c.Parent)
 	if err != nil {
-		return err
+		return "", err
 	}
 	meta, _ := s.viewOf(parent).Meta() // a corrupt meta fails the verification
 	skew := lease.MaxClockSkew(meta)
@@ -227,10 +247,23 @@ func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) error {
 		latest = c.CommitTime
 	}
 	if latest.Sub(now) > skew {
-		return fmt.Errorf("dated %s, %s ahead of the server's clock (%s; at most %s allowed)",
-			latest.UTC().Format(time.RFC3339), latest.Sub(now).Round(time.Second), now.Format(time.RFC3339), skew)
+		return fmt.Sprintf("dated %s, %s ahead of %s (%s; at most %s allowed)",
+			latest.UTC().Format(time.RFC3339), latest.Sub(now).Round(time.Second), which, now.Format(time.RFC3339), skew), nil
 	}
-	return nil
+	if !resets || c.Parent.IsZero() || !c.When.Before(parent.Time()) {
+		return "", nil
+	}
+	if rc, err := lease.ParseCommit(c.Message); err == nil && rc.Call.Op != nil && rc.Call.Op.Rewinds {
+		if now.Sub(c.When) > skew {
+			return fmt.Sprintf("a clock-reset dated %s, %s behind %s (%s; at most %s allowed): a reset is decided at the real time",
+				c.When.UTC().Format(time.RFC3339), now.Sub(c.When).Round(time.Second), which, now.Format(time.RFC3339), skew), nil
+		}
+		if parent.Time().Sub(now) <= skew {
+			return fmt.Sprintf("a clock-reset of a head dated %s, not more than %s ahead of %s (%s): nothing to reset",
+				parent.Time().UTC().Format(time.RFC3339), skew, which, now.Format(time.RFC3339)), nil
+		}
+	}
+	return "", nil
 }
 
 // refusalLine matches a refusal line inside a client's remote_rejected

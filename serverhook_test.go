@@ -189,7 +189,7 @@ func serverHookRefuses(t *testing.T, kind string) {
 	srv, bare := hookedServer(t, kind)
 	keys := t.TempDir()
 	ka, kb := newAgentKey(t, keys, "a"), newAgentKey(t, keys, "b")
-	dir := signedMachine(t, srv.url("state"), ka, "--require-signatures")
+	dir := signedMachine(t, srv.url("state"), ka, "--require-signatures", "--admin", "a", "--admin-key", ka.pub)
 	mustEnv(t, dir, ka.env(), "goal", "create", "--goal-id", "g")
 	mustEnv(t, dir, ka.env(), "agent", "register", "--goal-id", "g", "--agent-id", "a", "--signing-key", ka.pub)
 	mustEnv(t, dir, kb.env(), "agent", "register", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb.pub)
@@ -302,19 +302,29 @@ func serverHookRefuses(t *testing.T, kind string) {
 	ident = []string{"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@loopx.invalid", "GIT_AUTHOR_DATE=" + date,
 		"GIT_COMMITTER_NAME=loopx", "GIT_COMMITTER_EMAIL=loopx@loopx.invalid", "GIT_COMMITTER_DATE=" + date}
 	msgFile := filepath.Join(forger, "msg")
-	os.WriteFile(msgFile, []byte(git(t, forger, "log", "-1", "--format=%B", honest)+"\n"), 0o644)
+	// Without its Loopx-Offline trailer: the server refuses offline work
+	// pushed as it is (contract section 8); the message is otherwise loopx's.
+	var kept []string
+	for _, line := range strings.Split(git(t, forger, "log", "-1", "--format=%B", honest), "\n") {
+		if !strings.HasPrefix(line, "Loopx-Offline: ") {
+			kept = append(kept, line)
+		}
+	}
+	os.WriteFile(msgFile, []byte(strings.Join(kept, "\n")+"\n"), 0o644)
 	bygit, out, err := gitIn(t, forger, ident, "", "-c", "gpg.format=ssh", "-c", "user.signingKey="+ka.priv,
 		"commit-tree", "-S", f[0], "-p", f[1], "-F", msgFile)
 	if err != nil {
 		t.Fatalf("git commit-tree -S: %v\n%s", err, out)
 	}
+	// The honest offline commit itself, pushed as it is, is refused.
+	pushRefused(t, forger, bare, honest, head, "offline_commit", false)
 	if _, out, err := gitIn(t, forger, nil, "", "push", "origin", bygit+":refs/loopx/state"); err != nil {
 		t.Fatalf("the push of a commit signed by git was refused:\n%s", out)
 	}
 	if after := git(t, bare, "rev-parse", "refs/loopx/state"); after != bygit {
 		t.Fatalf("the server is at %s, not at the pushed %s", after, bygit)
 	}
-	t.Logf("git commit-tree -S made %s, loopx made %s (identical: %v)", bygit, honest, bygit == honest)
+	t.Logf("git commit-tree -S made %s, loopx made %s offline (its message with Loopx-Offline)", bygit, honest)
 
 	// Pushes to other refs are not looked at.
 	git(t, forger, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "code")
@@ -350,7 +360,8 @@ func serverHookRace(t *testing.T, kind string) {
 	for m := range dirs {
 		extra := []string{}
 		if m == 0 {
-			extra = []string{"--require-signatures"}
+			k := keys[agents[0]]
+			extra = []string{"--require-signatures", "--admin", agents[0], "--admin-key", k.pub}
 		}
 		dirs[m] = signedMachine(t, srv.url("state"), keys[agents[m*agentsPer]], extra...)
 	}
@@ -442,8 +453,9 @@ func serverHookRace(t *testing.T, kind string) {
 func TestSignedStoreLocal(t *testing.T) {
 	keys := t.TempDir()
 	ka, ka2, kb, kb2, kl := newAgentKey(t, keys, "a"), newAgentKey(t, keys, "a2"), newAgentKey(t, keys, "b"), newAgentKey(t, keys, "b2"), newAgentKey(t, keys, "lead")
+	kr := newAgentKey(t, keys, "root")
 	dir := t.TempDir()
-	mustEnv(t, dir, ka.env(), "init", "--require-signatures")
+	mustEnv(t, dir, ka.env(), "init", "--require-signatures", "--admin", "root", "--admin-key", kr.pub)
 	mustEnv(t, dir, ka.env(), "goal", "create", "--goal-id", "g")
 	mustEnv(t, dir, ka.env(), "agent", "register", "--goal-id", "g", "--agent-id", "a", "--signing-key", ka.pub)
 	refused := func(env []string, code string, args ...string) {
@@ -460,8 +472,13 @@ func TestSignedStoreLocal(t *testing.T) {
 	refused(kb.env(), "signature_required", "agent", "register", "--goal-id", "g", "--agent-id", "b")
 	refused(ka.env(), "signature_required", "agent", "register", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb.pub)
 	mustEnv(t, dir, kb.env(), "agent", "register", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb.pub)
-	mustEnv(t, dir, kl.env(), "agent", "register", "--goal-id", "g", "--agent-id", "lead", "--role", "orchestrator",
+	// Granting authority is the admin's, signed with the admin's key.
+	refused(kl.env(), "authority_required", "agent", "register", "--goal-id", "g", "--agent-id", "lead", "--role", "orchestrator",
 		"--lifecycle-authority", "reassign", "--signing-key", kl.pub)
+	refused(kl.env(), "signature_required", "agent", "register", "--goal-id", "g", "--agent-id", "lead", "--role", "orchestrator",
+		"--lifecycle-authority", "reassign", "--signing-key", kl.pub, "--by", "root")
+	mustEnv(t, dir, kr.env(), "agent", "register", "--goal-id", "g", "--agent-id", "lead", "--role", "orchestrator",
+		"--lifecycle-authority", "reassign", "--signing-key", kl.pub, "--by", "root")
 	refused(nil, "signature_required", "todo", "add", "--goal-id", "g", "--agent-id", "a", "--text", "x", "--todo-id", "todo_sig")
 	mustEnv(t, dir, ka.env(), "todo", "add", "--goal-id", "g", "--agent-id", "a", "--text", "x", "--todo-id", "todo_sig")
 
@@ -474,11 +491,13 @@ func TestSignedStoreLocal(t *testing.T) {
 	claim := []string{"todo", "claim", "--goal-id", "g", "--todo-id", "todo_sig", "--agent-id", "a"}
 	refused(ka.env(), "signature_required", claim...)
 	mustEnv(t, dir, ka2.env(), claim...)
-	// By an orchestrator with reassign authority, signed with its own key.
-	refused(kb.env(), "signature_required", "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "lead")
-	mustEnv(t, dir, kl.env(), "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "lead")
+	// Another agent's key: not an orchestrator's in a store with admins;
+	// an admin's, signed with the admin's key.
+	refused(kl.env(), "authority_required", "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "lead")
+	refused(kb.env(), "signature_required", "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "root")
+	mustEnv(t, dir, kr.env(), "agent", "rotate-key", "--goal-id", "g", "--agent-id", "b", "--signing-key", kb2.pub, "--by", "root")
 	log := git(t, dir, "log", "-1", "--format=%an %B", "refs/loopx/state")
-	if !strings.HasPrefix(log, "lead agent rotate-key g by lead") || !strings.Contains(log, "Loopx-Operation: agent.rotate-key") {
+	if !strings.HasPrefix(log, "root agent rotate-key g by root") || !strings.Contains(log, "Loopx-Operation: agent.rotate-key") {
 		t.Fatalf("the rotation's audit trail:\n%s", log)
 	}
 	r = must(t, dir, "verify", "--history")

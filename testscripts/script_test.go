@@ -6,15 +6,35 @@
 package testscripts
 
 import (
+	"os"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/loopx-dev/loopx/cmd/loopx/cli"
 	"github.com/loopx-dev/loopx/loopxtest"
 )
 
 func TestMain(m *testing.M) {
-	loopxtest.Main(m)
+	progs := loopxtest.Programs()
+	progs["loopx"] = func() { os.Exit(cli.MainWith(cli.Config{SystemClock: systemClock})) }
+	testscript.Main(m, progs)
+}
+
+// systemClock is the real clock of this suite's loopx: fixed, so scripts
+// stay reproducible. It is LOOPX_TEST_SYSTEM_CLOCK when a script sets it
+// (to show what a fake LOOPX_NOW cannot do: rewind a store's clock, hide a
+// commit dated ahead), else LOOPX_NOW, as if the machine's clock said what
+// the script's fixed clock says. Only this test binary reads the variable;
+// the loopx command ignores it.
+func systemClock() time.Time {
+	for _, v := range []string{"LOOPX_TEST_SYSTEM_CLOCK", "LOOPX_NOW"} {
+		if t, err := time.Parse(time.RFC3339, os.Getenv(v)); err == nil {
+			return t
+		}
+	}
+	return time.Now()
 }
 
 func TestScripts(t *testing.T) {

@@ -67,7 +67,7 @@ registry=$(mktemp "${TMPDIR:-/tmp}/loopx-verify-state.XXXXXX")
 trap 'rm -f "$registry"' EXIT
 json_string() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 printf '{"repo": %s, "ref": %s}\n' "$(json_string "$(git rev-parse --absolute-git-dir)")" "$(json_string "$tracking")" >"$registry"
-args=(verify --history --registry "$registry" --format text)
+args=(verify --history --published --registry "$registry" --format text)
 if [ -n "$since" ]; then
 	args+=(--since "$since")
 fi

@@ -30,6 +30,7 @@ type env struct {
 	// so an error goes to stderr, in the same format.
 	boardOnStdout bool
 	completing    bool // the run answers a shell's completion request
+	config        Config
 }
 
 // usageError marks command-line mistakes (exit 2).
@@ -40,9 +41,28 @@ func usageError(format string, args ...any) *lease.Error {
 // Main runs loopx with os.Args and returns the exit code.
 func Main() int { return Run(os.Args[1:], os.Stdout, os.Stderr) }
 
+// Config is what a program that embeds the command line may set beyond
+// flags and environment. Nothing in the environment can set it: it is for
+// test binaries.
+type Config struct {
+	// SystemClock replaces the real clock where real time must decide
+	// (clock-reset, and verify --history's future-dated check; see
+	// loopx.Options.SystemClock). A test suite fixes it; a hostile agent
+	// cannot, LOOPX_NOW notwithstanding.
+	SystemClock func() time.Time
+}
+
+// MainWith is Main with a Config.
+func MainWith(c Config) int { return RunWith(c, os.Args[1:], os.Stdout, os.Stderr) }
+
 // Run runs loopx with args and returns the exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return RunWith(Config{}, args, stdout, stderr)
+}
+
+// RunWith is Run with a Config.
+func RunWith(c Config, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, config: c}
 	// Shell completion (cobra's hidden __complete) parses the flags of every
 	// command on the line, groups included.
 	e.completing = len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
@@ -92,7 +112,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e))
+		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e), adminCmd(e))
 	root.SetHelpCommand(helpCmd(root))
 	root.InitDefaultCompletionCmd()
 	e.installRails(root)
@@ -141,7 +161,7 @@ func formatFromArgs(args []string, stdout io.Writer) string {
 // options builds the store options from flags and environment.
 func (e *env) options() (loopx.Options, error) {
 	o := loopx.Options{Registry: e.registry, Dir: e.repo, DefaultGoal: os.Getenv("LOOPX_GOAL"), Remote: e.remote, Offline: e.offline,
-		SigningKey: os.Getenv("LOOPX_SIGNING_KEY"), SSHAuthSock: os.Getenv("SSH_AUTH_SOCK")}
+		SigningKey: os.Getenv("LOOPX_SIGNING_KEY"), SSHAuthSock: os.Getenv("SSH_AUTH_SOCK"), SystemClock: e.config.SystemClock}
 	if s := os.Getenv("LOOPX_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

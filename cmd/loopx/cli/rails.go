@@ -46,6 +46,7 @@ var flagNeeds = []flagNeed{
 	{cmd: "todo claim", flag: "ttl-seconds", needs: "task-lease-idempotency-key"},
 	{cmd: "agent register", flag: "requires-reason", needs: "role", value: lease.RoleOrchestrator},
 	{cmd: "verify", flag: "since", needs: "history"},
+	{cmd: "verify", flag: "published", needs: "history"},
 	{cmd: "todo ready", flag: "wait", needs: "claim"},
 }
 
@@ -61,6 +62,9 @@ var ignoredFlags = []struct {
 	{"sync", []string{"goal-id"}},
 	{"apply", []string{"goal-id"}},
 	{"clock-reset", []string{"goal-id"}},
+	{"admin add", []string{"goal-id"}},
+	{"admin remove", []string{"goal-id"}},
+	{"admin list", []string{"goal-id"}},
 	{"status", []string{}},
 	{"guard install", []string{"goal-id"}},
 	{"guard check", []string{"goal-id"}},
@@ -89,6 +93,9 @@ const ttlHint = "1..86400"
 // of renew, transfer and release ("renew needs --expected-version (...)").
 var requiredFlags = []requiredFlag{
 	{cmd: "agent register", flag: "agent-id", code: lease.CodeInvalidAgentID},
+	{cmd: "admin add", flag: "admin-id", code: lease.CodeInvalidAgentID},
+	{cmd: "admin remove", flag: "admin-id", code: lease.CodeInvalidAgentID},
+	{cmd: "admin remove", flag: "by", code: lease.CodeInvalidAgentID, hint: "an admin"},
 	{cmd: "agent unregister", flag: "agent-id", code: lease.CodeInvalidAgentID},
 	{cmd: "todo show", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo claim", flag: "todo-id", code: lease.CodeInvalidTodoID},

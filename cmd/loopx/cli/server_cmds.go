@@ -42,7 +42,7 @@ one).`,
 	}
 	c.Flags().StringVar(&req.Agent, "agent-id", "", "the agent whose key is replaced")
 	c.Flags().StringVar(&keyFile, "signing-key", "", "the new SSH public key file (FILE.pub)")
-	c.Flags().StringVar(&req.By, "by", "", "an orchestrator with reassign authority acting for the agent")
+	c.Flags().StringVar(&req.By, "by", "", "who rotates another agent's key: an admin (in a store with admins), else an orchestrator with reassign authority")
 	c.Flags().StringVar(&req.AuthorityReason, "authority-reason", "", "why the orchestrator rotates the key (recorded)")
 	// --by names an agent here (on todo supersede, a todo): registered
 	// before the rails walk, which then leaves it alone.

@@ -22,6 +22,7 @@ func noArgs(c *cobra.Command, args []string) error {
 
 func initCmd(e *env) *cobra.Command {
 	var in loopx.InitOptions
+	var adminKey string
 	c := &cobra.Command{
 		Use:   "init",
 		Short: "Create the state ref (and the Git repository if needed) and the registry file",
@@ -41,6 +42,13 @@ when the folder is not inside a repository. Running it again changes nothing.`,
 			}
 			o.Registry = ""
 			in.DefaultGoal = e.goal
+			if adminKey != "" {
+				key, err := readKeyFile("admin-key", adminKey)
+				if err != nil {
+					return err
+				}
+				in.AdminKey = key
+			}
 			res, err := loopx.Init(o, in)
 			if err != nil {
 				return err
@@ -52,7 +60,12 @@ when the folder is not inside a repository. Running it again changes nothing.`,
 	c.Flags().StringVar(&in.Remote, "remote", "", "remote that holds the shared state ref")
 	c.Flags().Int64Var(&in.MaxClockSkewSeconds, "max-clock-skew-seconds", 0, "how far the head may be dated ahead of a deciding machine's clock (default 30)")
 	c.Flags().BoolVar(&in.Force, "force", false, "start a store on --ref although the repository's store is on another ref (which is kept)")
-	c.Flags().BoolVar(&in.RequireSignatures, "require-signatures", false, "every later state commit must be signed by its acting agent's registered key (cannot be turned off)")
+	c.Flags().BoolVar(&in.RequireSignatures, "require-signatures", false, "every later state commit must be signed by its acting agent's registered key (cannot be turned off; needs an admin with a key)")
+	c.Flags().StringVar(&in.Admin, "admin", "", "add an admin (the first closes an open store; see `loopx admin --help`)")
+	c.Flags().StringVar(&adminKey, "admin-key", "", "the admin's SSH public key file (FILE.pub)")
+	c.Flags().StringVar(&in.Registration, "registration", "", "who registers agents: open (agents themselves) or admin")
+	c.Flags().StringVar(&in.By, "by", "", "the admin who changes the settings of a store that has admins")
+	c.Flags().BoolVar(&in.Adopt, "adopt", false, "with --remote: take the remote's store although it is another than this clone's (this clone's history is kept under refs/loopx/backup/)")
 	return c
 }
 
@@ -97,7 +110,8 @@ func goalCmd(e *env) *cobra.Command {
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ArchiveGoal(e.goal, actor) })
 		},
 	}
-	archive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author)")
+	archive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author); in a store with admins, an admin")
+	archive.Flags().StringVar(&actor, "by", "", "the admin who archives it (the same as --agent-id)")
 	unarchive := &cobra.Command{
 		Use: "unarchive", Short: "Make an archived goal active again (--goal-id is required)", Args: noArgs,
 		Example: "  loopx goal unarchive --goal-id example-goal",
@@ -105,7 +119,8 @@ func goalCmd(e *env) *cobra.Command {
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnarchiveGoal(e.goal, actor) })
 		},
 	}
-	unarchive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author)")
+	unarchive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author); in a store with admins, an admin")
+	unarchive.Flags().StringVar(&actor, "by", "", "the admin who unarchives it (the same as --agent-id)")
 	c.AddCommand(create, show, list, archive, unarchive)
 	return c
 }
@@ -142,6 +157,7 @@ func agentCmd(e *env) *cobra.Command {
 	register.Flags().StringVar(&req.Role, "role", lease.RoleAgent, "agent or orchestrator")
 	register.Flags().StringVar(&authority, "lifecycle-authority", "", "comma-separated: complete,update,supersede,reassign (orchestrators)")
 	register.Flags().BoolVar(&req.RequiresReason, "requires-reason", false, "the orchestrator must give --authority-reason when using its authority")
+	register.Flags().StringVar(&req.By, "by", "", "the admin who registers the agent (in a store with admins: for orchestrators, lifecycle authority, another agent, or registration admin)")
 	var unreq lease.UnregisterRequest
 	unregister := &cobra.Command{
 		Use: "unregister", Short: "Unregister an agent (its leases stop being effective): itself, or --by an orchestrator", Args: noArgs,
@@ -152,7 +168,7 @@ func agentCmd(e *env) *cobra.Command {
 		},
 	}
 	unregister.Flags().StringVar(&unreq.Agent, "agent-id", "", "the agent to unregister")
-	unregister.Flags().StringVar(&unreq.By, "by", "", "who does it, when not the agent itself: a registered orchestrator (recorded as author)")
+	unregister.Flags().StringVar(&unreq.By, "by", "", "who does it, when not the agent itself: an admin (in a store with admins), else a registered orchestrator (recorded as author)")
 	list := &cobra.Command{
 		Use: "list", Short: "List the agents of a goal", Args: noArgs,
 		Example: "  loopx agent list --goal-id example-goal",
@@ -212,7 +228,7 @@ func logCmd(e *env) *cobra.Command {
 }
 
 func verifyCmd(e *env) *cobra.Command {
-	var history bool
+	var history, published bool
 	var since string
 	c := &cobra.Command{
 		Use:   "verify",
@@ -224,7 +240,10 @@ history (after --since REV): each state commit's recorded request, decided again
 on its parent at its time, must give exactly its tree and message, and each
 board commit must be the rendering of the state it names. The first commit
 that does not hold is named (details revision and reason); commits made before
-the store recorded requests are counted as unverifiable_older.`,
+the store recorded requests are counted as unverifiable_older. A commit dated
+more than the store's skew bound ahead of this machine's real clock (LOOPX_NOW
+does not apply) is reported too (future_dated, code clock_skew), as the server
+hook refuses it; --published also refuses offline commits pushed as they are.`,
 		Example: "  loopx verify --format json\n  loopx verify --history\n  loopx verify --history --since 4f1c…",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -234,7 +253,7 @@ the store recorded requests are counted as unverifiable_older.`,
 			}
 			defer s.Close()
 			if history {
-				res, err := s.VerifyHistory(since)
+				res, err := s.VerifyHistoryOf(loopx.HistoryQuery{Since: since, Published: published})
 				if err != nil {
 					return err
 				}
@@ -261,6 +280,7 @@ the store recorded requests are counted as unverifiable_older.`,
 	}
 	c.Flags().BoolVar(&history, "history", false, "re-verify every commit of the state ref's history")
 	c.Flags().StringVar(&since, "since", "", "with --history: only the commits after this revision")
+	c.Flags().BoolVar(&published, "published", false, "with --history: check the history as a server holds it (offline commits pushed as they are do not verify); the hookless CI check")
 	return c
 }
 

@@ -259,7 +259,12 @@ func printText(out io.Writer, res *loopx.Result, now time.Time) {
 			subject := strings.Join(strings.Fields(clean(str(en["subject"]))), " ")
 			switch str(en["integrity"]) {
 			case "invalid":
-				subject = "[NOT VERIFIED: " + oneLine(str(en["problem"])) + "] " + subject
+				// Never the subject: it names an actor the commit cannot prove.
+				claims := str(en["operation"])
+				if t := strings.Trim(str(en["goal_id"])+"/"+str(en["todo_id"]), "/"); t != "" {
+					claims += " " + t
+				}
+				subject = "[DOES NOT VERIFY: " + oneLine(str(en["problem"])) + "] claims " + claims
 			case "older":
 				subject = "[made before requests were recorded] " + subject
 			}
