@@ -99,6 +99,9 @@ type Store struct {
 	// benchmark of what recording costs sets it.
 	unrecorded bool
 	keys       *keyRing // resolved signing keys (signed.go), shared by copies
+	// judged counts the commits verified for logs (verifiedlog.go; tests
+	// hold a log's cost to what it shows).
+	judged int
 }
 
 // recordCacheName is the derived cache of decoded records in the common dir.

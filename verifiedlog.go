@@ -169,6 +169,7 @@ func (s *Store) newLogVerifier(head gitstore.Hash) (*logVerifier, error) {
 
 // judgeCommit verifies one commit: its kind, or why it does not verify.
 func (s *Store) judgeCommit(c gitstore.CommitMeta, boards *historyBoards) (commitKind, string, error) {
+	s.judged++
 	kind, err := s.verifyCommit(c, boards)
 	if err != nil {
 		he, ok := err.(*lease.HistoryError)
