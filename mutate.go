@@ -161,7 +161,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 		return s.apply(call, false)
 	}
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, s.annotateErr(mapErr(err))
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()

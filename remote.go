@@ -494,6 +494,26 @@ func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
 	return res
 }
 
+// annotateErr adds to a version_mismatch its current_cursor: the position
+// of the revision it was decided on (its "revision" detail), as a result's
+// current_cursor is that of current_provider_revision (seed 000: a version
+// conflict exposes provider, revision and cursor).
+func (s *Store) annotateErr(err error) error {
+	e, ok := lease.AsError(err)
+	if !ok || e.Code != lease.CodeVersionMismatch {
+		return err
+	}
+	if _, done := e.Details["current_cursor"]; done {
+		return err
+	}
+	if rev, _ := e.Details["revision"].(string); rev != "" {
+		if n, derr := s.repo.Depth(gitstore.ParseHash(rev)); derr == nil {
+			e.With("current_cursor", n)
+		}
+	}
+	return err
+}
+
 // publishOrAdopt connects the local store to remote for init: a remote that
 // holds the state ref is adopted (the local ref takes its value; a local
 // history that is not part of it is kept under refs/loopx/backup/); a remote
