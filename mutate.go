@@ -172,7 +172,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 
 // decide makes one decision of call on a snapshot.
 func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
-	c := call.Clone()
+	c := call.Current() // a request of an older schema version: today's rules
 	v := s.viewOf(sn)
 	meta, _ := v.Meta() // a corrupt meta is reported by the decision
 	if c.Op.Name != lease.OpStoreUpgrade && meta != nil && meta.FormatVersion < lease.FormatVersion {

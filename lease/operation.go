@@ -100,6 +100,9 @@ type Operation struct {
 	// decoding; matches selects this operation for a request value.
 	fixed   func(req any)
 	matches func(req any) bool
+	// rules is the version of the decision rules of this schema version (0:
+	// this build's current rules; see decidedBy).
+	rules int
 }
 
 // def builds an Operation from a typed decision and resolver.
@@ -122,6 +125,42 @@ func (op *Operation) rewinding() *Operation {
 
 func (op *Operation) with(fixed func(req any), matches func(req any) bool) *Operation {
 	op.fixed, op.matches = fixed, matches
+	return op
+}
+
+// rules is embedded in the request types whose decision changed after their
+// first schema version: the version of the rules that decide the request (0:
+// the current ones). It is not on the wire: the schema version selects it.
+type rules struct{ version int }
+
+func (r *rules) rulesOf() *rules { return r }
+
+type ruled interface{ rulesOf() *rules }
+
+// rulesVersion is the rules version a request value asks for (0 for the
+// request types that never changed).
+func rulesVersion(req any) int {
+	if r, ok := req.(ruled); ok {
+		return r.rulesOf().version
+	}
+	return 0
+}
+
+// decidedBy marks an entry of an older schema version of an operation whose
+// decision has changed since: a request of this version is decided by the
+// rules it had (version), so a commit that recorded it re-verifies
+// (Redecide), and CallOf never picks it for a request of the current rules.
+// A live request of this version is decided by the current rules: the
+// service moves it to the current version first (Call.Current).
+func (op *Operation) decidedBy(version int) *Operation {
+	fixed := op.fixed
+	op.rules = version
+	op.fixed = func(req any) {
+		if fixed != nil {
+			fixed(req)
+		}
+		req.(ruled).rulesOf().version = version
+	}
 	return op
 }
 
@@ -202,11 +241,26 @@ func CallOf(req any) Call {
 		rv = p
 	}
 	for _, op := range operations {
-		if op.typ == rv.Type().Elem() && (op.matches == nil || op.matches(rv.Interface())) {
+		if op.typ == rv.Type().Elem() && (op.matches == nil || op.matches(rv.Interface())) && op.rules == rulesVersion(rv.Interface()) {
 			return Call{Op: op, Req: rv.Interface()}
 		}
 	}
 	panic(fmt.Sprintf("lease: no operation takes %s", rv.Type()))
+}
+
+// Current returns the call as this build decides a new request: a copy
+// (as Clone), moved from an older schema version whose decision has changed
+// since to the current version of its operation. A request of an older
+// client, of `loopx apply` or recorded on an offline commit is decided by
+// the current rules and recorded in the current version; only the
+// re-verification of a recorded commit (Redecide) keeps its version's rules.
+func (c Call) Current() Call {
+	n := c.Clone()
+	if c.Op.rules == 0 {
+		return n
+	}
+	n.Req.(ruled).rulesOf().version = 0
+	return CallOf(n.Req)
 }
 
 // Clone returns a call on a shallow copy of the request, for one attempt of
