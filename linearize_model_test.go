@@ -425,17 +425,20 @@ func (s *linState) decide(in *linInput, t int64) linVerdict {
 		if s.effective(t) && s.lease.Owner != in.Owner {
 			return refuse(s, "todo_lease_conflict")
 		}
-		changed := c == "" || s.claimTTL != in.ClaimTTLMin || in.ClaimTTLMin > 0
+		// A new claim takes the request's TTL (none: no expiry); the
+		// holder's re-claim keeps its TTL and expiry unless it gives a TTL,
+		// which sets a fresh expiry (todo.claim/v2), and changes nothing
+		// when that is the expiry it has.
+		changed := c == "" || (in.ClaimTTLMin > 0 && (s.claimTTL != in.ClaimTTLMin || s.claimExp != t+60*in.ClaimTTLMin))
 		n := s
 		if changed {
 			n = s.clone()
-			n.claimedBy, n.claimTTL = in.Owner, in.ClaimTTLMin
+			n.claimedBy = in.Owner
 			if c == "" {
-				n.claimedAt = t
+				n.claimedAt, n.claimTTL, n.claimExp = t, 0, 0
 			}
-			n.claimExp = 0
 			if in.ClaimTTLMin > 0 {
-				n.claimExp = t + 60*in.ClaimTTLMin
+				n.claimTTL, n.claimExp = in.ClaimTTLMin, t+60*in.ClaimTTLMin
 			}
 			n.floor = max(n.floor, t)
 		}

@@ -16,10 +16,15 @@ package lease
 //     scope agent (bound_agent_mismatch).
 //   - An effective claim can only be re-claimed by one of its holders, for
 //     the same claimed_by; anything else is claim_conflict (detail
-//     claimed_by). A re-claim with the same claimed_by, scope agent and no
-//     TTL is no_change (nothing written). A re-claim that changes the scope
-//     agent or the TTL, or carries a TTL, is applied: it refreshes the claim
-//     (claim_expires_at = now + TTL), keeping claimed_at.
+//     claimed_by).
+//   - A re-claim by the holder without --claim-ttl-minutes keeps the claim's
+//     TTL and expiry (contract section 6); one with a TTL sets a fresh expiry
+//     (now + TTL: a heartbeat), keeping claimed_at; a new scope agent
+//     replaces the old. A re-claim that leaves the claim as it was (the same
+//     TTL in the same second included) is no_change: nothing is written.
+//     (loopx.todo.claim/v1 dropped the TTL of a re-claim without one and
+//     wrote every re-claim with a TTL; its recorded commits are re-decided
+//     by those rules, see operation.go.)
 //   - An expired claim is not effective: any eligible agent claims the todo
 //     with an ordinary claim commit. The result reports
 //     previous_claim_expired, previous_claimed_by and
@@ -95,6 +100,7 @@ type ClaimRequest struct {
 	// --ttl-seconds N) also acquire the lease in the same commit.
 	LeaseKey        string `json:"task_lease_idempotency_key,omitempty" desc:"also acquire the task lease with this execution key"`
 	LeaseTTLSeconds int64  `json:"ttl_seconds,omitempty" desc:"with task_lease_idempotency_key: the lease TTL in seconds"`
+	rules                  // 1: the rules of loopx.todo.claim/v1 (re-verifying its commits)
 }
 
 // atomically runs decide on v and drops its writes when it fails, so a
@@ -219,13 +225,29 @@ func claim(v *View, req ClaimRequest, now time.Time) (*Outcome, error) {
 		nt.ClaimedAt = timePtr(now)
 		setClaimTTL(&nt, req.ClaimTTLMinutes, now)
 		changed = true
-	} else if t.ClaimScopeAgentID != scope || t.ClaimTTLMinutes != req.ClaimTTLMinutes || req.ClaimTTLMinutes > 0 {
+	} else if req.version == 1 {
+		// claim/v1: a re-claim without a TTL dropped the claim's TTL, and
+		// one with a TTL was written even when it changed nothing.
+		if t.ClaimScopeAgentID != scope || t.ClaimTTLMinutes != req.ClaimTTLMinutes || req.ClaimTTLMinutes > 0 {
+			nt.ClaimScopeAgentID = scope
+			if nt.ClaimedAt == nil {
+				nt.ClaimedAt = timePtr(now)
+			}
+			setClaimTTL(&nt, req.ClaimTTLMinutes, now)
+			changed = true
+		}
+	} else {
+		// The holder re-claims: without a TTL the claim keeps its TTL and
+		// expiry; an explicit TTL sets a fresh expiry (now + TTL). Only a
+		// claim that differs afterwards is written.
 		nt.ClaimScopeAgentID = scope
 		if nt.ClaimedAt == nil {
 			nt.ClaimedAt = timePtr(now)
 		}
-		setClaimTTL(&nt, req.ClaimTTLMinutes, now)
-		changed = true
+		if req.ClaimTTLMinutes > 0 {
+			setClaimTTL(&nt, req.ClaimTTLMinutes, now)
+		}
+		changed = !sameClaim(&nt, t)
 	}
 	if changed {
 		nt.UpdatedBy, nt.UpdatedAt = req.Actor, now
@@ -266,6 +288,20 @@ func setClaimTTL(t *Todo, minutes int64, now time.Time) {
 	if minutes > 0 {
 		t.ClaimExpiresAt = timePtr(now.Add(time.Duration(minutes) * time.Minute))
 	}
+}
+
+// sameClaim reports whether a and b hold the same claim: claimant, scope
+// agent, claimed_at, TTL and expiry.
+func sameClaim(a, b *Todo) bool {
+	return a.ClaimedBy == b.ClaimedBy && a.ClaimScopeAgentID == b.ClaimScopeAgentID &&
+		a.ClaimTTLMinutes == b.ClaimTTLMinutes && sameTime(a.ClaimedAt, b.ClaimedAt) && sameTime(a.ClaimExpiresAt, b.ClaimExpiresAt)
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
 }
 
 // clearClaim removes every claim field.

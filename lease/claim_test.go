@@ -241,6 +241,15 @@ func TestClaim(t *testing.T) {
 		}, req: ClaimRequest{Actor: "a"}, status: StatusApplied, claimBy: "a"},
 		{name: "same owner, same params", setup: func(f *tcFix) { f.claimTodo("todo_one", "a", nil) },
 			req: ClaimRequest{Actor: "a"}, status: StatusNoChange, claimBy: "a"},
+		{name: "same owner without a ttl keeps the claim's ttl and expiry", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 10, timePtr(tcMin(7)) })
+		}, req: ClaimRequest{Actor: "a"}, status: StatusNoChange, claimBy: "a", expiryIn: 7},
+		{name: "same owner, same ttl, same second", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 10, timePtr(tcMin(10)) })
+		}, req: ClaimRequest{Actor: "a", ClaimTTLMinutes: 10}, status: StatusNoChange, claimBy: "a", expiryIn: 10},
+		{name: "orchestrator changes the scope agent, keeping the ttl", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID, t.ClaimTTLMinutes, t.ClaimExpiresAt = "a", 10, timePtr(tcMin(7)) })
+		}, req: ClaimRequest{Actor: "orch", ScopeAgent: "b"}, status: StatusApplied, claimBy: "orch", scope: "b", expiryIn: 7},
 		{name: "same owner refreshes ttl", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 10, timePtr(tcMin(10)) })
 		}, req: ClaimRequest{Actor: "a", ClaimTTLMinutes: 60}, status: StatusApplied, claimBy: "a", expiryIn: 60},
@@ -343,10 +352,10 @@ func TestClaimRefreshKeepsClaimedAt(t *testing.T) {
 	if !got.ClaimedAt.Equal(tcT0) || !got.ClaimExpiresAt.Equal(tcMin(15)) {
 		t.Fatalf("claimed_at %v expires %v", got.ClaimedAt, got.ClaimExpiresAt)
 	}
-	// Dropping the TTL is a change too.
+	// A re-claim without a TTL keeps the claim's TTL and expiry: no_change.
 	o := f.must(f.claim(tcMin(6), ClaimRequest{Todo: "todo_one", Actor: "a"}))
-	if o.Status != StatusApplied || f.todo("todo_one").ClaimExpiresAt != nil {
-		t.Fatalf("status %s", o.Status)
+	if got := f.todo("todo_one"); o.Status != StatusNoChange || got.ClaimTTLMinutes != 10 || !got.ClaimExpiresAt.Equal(tcMin(15)) {
+		t.Fatalf("status %s, todo %+v", o.Status, got)
 	}
 }
 

@@ -43,7 +43,10 @@ func TestCallOf(t *testing.T) {
 		{TransferRequest{TransferClaim: true}, "loopx.task-lease.transfer-claim/v1"},
 		{GoalArchiveRequest{}, "loopx.goal.archive/v1"},
 		{GoalUnarchiveRequest{}, "loopx.goal.unarchive/v1"},
-		{ReadyClaimRequest{}, "loopx.todo.ready-claim/v1"},
+		{ReadyClaimRequest{}, "loopx.todo.ready-claim/v2"},
+		{ReadyClaimRequest{rules: rules{1}}, "loopx.todo.ready-claim/v1"},
+		{ClaimRequest{}, "loopx.todo.claim/v2"},
+		{&ClaimRequest{rules: rules{1}}, "loopx.todo.claim/v1"},
 	} {
 		if got := CallOf(tc.req).Op.Schema; got != tc.schema {
 			t.Errorf("CallOf(%T %+v) = %s, want %s", tc.req, tc.req, got, tc.schema)
@@ -198,7 +201,7 @@ func TestResolversFillDefaults(t *testing.T) {
 			`{"goal_id":"g","idempotency_key":"k","owner":"solo","schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","ttl_seconds":60,"write_scopes":["src/a/**"]}`},
 		{AddRequest{Text: "hello"},
 			`{"goal_id":"g","priority":"P2","schema":"loopx.todo.add/v1","text":"hello","todo_id":"` + GenerateTodoID("rev1", now, "hello") + `"}`},
-		{ClaimRequest{Todo: "todo_abc"}, `{"agent_id":"solo","claimed_by":"solo","goal_id":"g","schema":"loopx.todo.claim/v1","todo_id":"todo_abc"}`},
+		{ClaimRequest{Todo: "todo_abc"}, `{"agent_id":"solo","claimed_by":"solo","goal_id":"g","schema":"loopx.todo.claim/v2","todo_id":"todo_abc"}`},
 		{RegisterRequest{Agent: "b"}, `{"agent_id":"b","goal_id":"g","role":"agent","schema":"loopx.agent.register/v1"}`},
 		{GoalCreateRequest{Goal: "h"}, `{"goal_id":"h","handoff_mode":"soft_claim","schema":"loopx.goal.create/v1"}`},
 	} {

@@ -21,12 +21,13 @@ package lease
 //     answer (a re-claim keeping its scope agent: no_change, or a TTL refresh
 //     / lease acquire when asked; a refusal is returned, never a second
 //     todo claimed), so a retry after a lost response never claims a second todo
-//     and no agent collects todos by calling it repeatedly. Otherwise the
-//     first ready unclaimed todo is claimed. A todo whose claim A holds only
-//     as scope agent is the orchestrator's claim and is not re-claimed. A
-//     candidate that the claim refuses for a state reason (conflicting
-//     claim, lease or scope, exclusion, key reuse, ...) is skipped and the
-//     next one tried. No candidate: status no_change, nothing written,
+//     and no agent collects todos by calling it repeatedly. A re-claim
+//     without --claim-ttl-minutes keeps the claim's TTL and expiry (claim.go).
+//     Otherwise the first ready unclaimed todo is claimed. A todo whose claim
+//     A holds only as scope agent is the orchestrator's claim and is not
+//     re-claimed. A candidate that the claim refuses for a state reason
+//     (conflicting claim, lease or scope, exclusion, key reuse, ...) is
+//     skipped and the next one tried. No candidate: status no_change, nothing written,
 //     "claimed": false and "todo": null.
 //   - A todo whose effective lease the agent holds comes before all: it is
 //     the answer (claimed for the agent when unclaimed, and shown with its
@@ -140,6 +141,7 @@ type ReadyClaimRequest struct {
 	ClaimTTLMinutes int64  `json:"claim_ttl_minutes,omitempty" desc:"the claim expires after this many minutes (0: never)"`
 	LeaseKey        string `json:"task_lease_idempotency_key,omitempty" desc:"also acquire the task lease with this execution key"`
 	LeaseTTLSeconds int64  `json:"ttl_seconds,omitempty" desc:"with task_lease_idempotency_key: the lease TTL in seconds"`
+	rules                  // 1: the rules of loopx.todo.ready-claim/v1 (re-verifying its commits)
 }
 
 // readyClaimSkippable are the refusals that make ready --claim try the next
@@ -230,7 +232,7 @@ func ReadyClaim(v *View, req ReadyClaimRequest, now time.Time) (*Outcome, error)
 
 func readyClaimOne(v *View, req ReadyClaimRequest, todo, scope string, now time.Time) (*Outcome, error) {
 	o, err := Claim(v, ClaimRequest{Goal: req.Goal, Todo: todo, Actor: req.Actor, ClaimTTLMinutes: req.ClaimTTLMinutes,
-		ScopeAgent: scope, LeaseKey: req.LeaseKey, LeaseTTLSeconds: req.LeaseTTLSeconds}, now)
+		ScopeAgent: scope, LeaseKey: req.LeaseKey, LeaseTTLSeconds: req.LeaseTTLSeconds, rules: req.rules}, now)
 	if err != nil {
 		return nil, err
 	}

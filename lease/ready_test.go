@@ -170,3 +170,58 @@ func TestReadyClaimSkipsRefusedCandidates(t *testing.T) {
 		t.Fatalf("claimed %s", r.TodoID)
 	}
 }
+
+// TestReClaimKeepsTheClaimTTL: the holder of a claim with a TTL re-claims it,
+// by every way of claiming; without a TTL the claim keeps its TTL and expiry
+// (contract section 6), and a re-claim that changes nothing writes nothing.
+func TestReClaimKeepsTheClaimTTL(t *testing.T) {
+	claim := func(r ClaimRequest) func(f *tcFix, now time.Time) (*Outcome, error) {
+		return func(f *tcFix, now time.Time) (*Outcome, error) { r.Todo = "todo_one"; return f.claim(now, r) }
+	}
+	ready := func(r ReadyClaimRequest) func(f *tcFix, now time.Time) (*Outcome, error) {
+		return func(f *tcFix, now time.Time) (*Outcome, error) { return f.readyClaim(now, r) }
+	}
+	for _, c := range []struct {
+		name    string
+		at      time.Time
+		decide  func(f *tcFix, now time.Time) (*Outcome, error)
+		status  string
+		ttl     int64
+		expires time.Time
+		lease   bool // a lease was acquired
+	}{
+		{"claim without a ttl", tcMin(5), claim(ClaimRequest{Actor: "a"}), StatusNoChange, 30, tcMin(30), false},
+		{"claim naming itself without a ttl", tcMin(5), claim(ClaimRequest{Actor: "a", ClaimedBy: "a"}), StatusNoChange, 30, tcMin(30), false},
+		{"ready --claim without a ttl", tcMin(5), ready(ReadyClaimRequest{Actor: "a"}), StatusNoChange, 30, tcMin(30), false},
+		{"claim with the same ttl in the same second", tcT0, claim(ClaimRequest{Actor: "a", ClaimTTLMinutes: 30}), StatusNoChange, 30, tcMin(30), false},
+		{"ready --claim with the same ttl in the same second", tcT0, ready(ReadyClaimRequest{Actor: "a", ClaimTTLMinutes: 30}), StatusNoChange, 30, tcMin(30), false},
+		{"claim and acquire without a ttl", tcMin(5), claim(ClaimRequest{Actor: "a", LeaseKey: "exec-a", LeaseTTLSeconds: 60}), StatusApplied, 30, tcMin(30), true},
+		{"ready --claim and acquire without a ttl", tcMin(5), ready(ReadyClaimRequest{Actor: "a", LeaseKey: "exec-a", LeaseTTLSeconds: 60}), StatusApplied, 30, tcMin(30), true},
+		{"claim with a new ttl", tcMin(5), claim(ClaimRequest{Actor: "a", ClaimTTLMinutes: 10}), StatusApplied, 10, tcMin(15), false},
+		{"claim with the same ttl later refreshes the expiry", tcMin(5), claim(ClaimRequest{Actor: "a", ClaimTTLMinutes: 30}), StatusApplied, 30, tcMin(35), false},
+		{"ready --claim with a new ttl", tcMin(5), ready(ReadyClaimRequest{Actor: "a", ClaimTTLMinutes: 60}), StatusApplied, 60, tcMin(65), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newTC(t, HandoffSoftClaim, "todo_one", "todo_two")
+			f.must(f.claim(tcT0, ClaimRequest{Todo: "todo_one", Actor: "a", ClaimTTLMinutes: 30}))
+			before := f.todo("todo_one")
+			o := f.must(c.decide(f, c.at))
+			got := f.todo("todo_one")
+			if r := tcResult(t, o); o.Status != c.status || r.TodoID != "todo_one" {
+				t.Fatalf("status %s todo %s, want %s todo_one", o.Status, r.TodoID, c.status)
+			}
+			if got.ClaimedBy != "a" || got.ClaimTTLMinutes != c.ttl || got.ClaimExpiresAt == nil || !got.ClaimExpiresAt.Equal(c.expires) || !got.ClaimedAt.Equal(tcT0) {
+				t.Fatalf("claim %+v, want ttl %d expiring at %s", got, c.ttl, c.expires)
+			}
+			if (o.Status == StatusNoChange) == o.Write {
+				t.Fatalf("status %s, write %v", o.Status, o.Write)
+			}
+			if !c.lease && !got.UpdatedAt.Equal(before.UpdatedAt) && c.status == StatusNoChange {
+				t.Fatalf("no_change rewrote the todo: %+v", got)
+			}
+			if l := f.lease("todo_one"); c.lease != (l != nil) {
+				t.Fatalf("lease %+v, want one: %v", l, c.lease)
+			}
+		})
+	}
+}

@@ -10,8 +10,8 @@ import (
 
 // Request schemas of the mutation tools.
 const (
-	schemaReadyClaim    = "loopx.todo.ready-claim/v1"
-	schemaClaim         = "loopx.todo.claim/v1"
+	schemaReadyClaim    = "loopx.todo.ready-claim/v2"
+	schemaClaim         = "loopx.todo.claim/v2"
 	schemaUpdate        = "loopx.todo.update/v1"
 	schemaComplete      = "loopx.todo.complete/v1"
 	schemaAcquire       = "loopx.task-lease.acquire/v1"
