@@ -16,7 +16,9 @@ package lease
 //     scope agent (bound_agent_mismatch).
 //   - An effective claim can only be re-claimed by one of its holders, for
 //     the same claimed_by; anything else is claim_conflict (detail
-//     claimed_by).
+//     claimed_by). The scope agent of a delegated claim naming itself is
+//     claim_conflict too: a delegated claim stays the orchestrator's, and
+//     moving it is a reassignment (todo update --claimed-by, update.go).
 //   - A re-claim by the holder without --claim-ttl-minutes keeps the claim's
 //     TTL and expiry (contract section 6); one with a TTL sets a fresh expiry
 //     (now + TTL: a heartbeat), keeping claimed_at; a new scope agent
@@ -202,6 +204,10 @@ func claim(v *View, req ClaimRequest, now time.Time) (*Outcome, error) {
 	}
 	cur := EffectiveClaimant(t, now)
 	if cur != "" && (cur != claimedBy || !HoldsClaim(t, req.Actor, now)) {
+		if cur != req.Actor && HoldsClaim(t, req.Actor, now) {
+			return nil, Errorf(CodeClaimConflict, "todo %s is claimed by %s and delegated to %s: a scope agent acts on the todo but never takes its claim (moving it is a reassignment: todo update --claimed-by by an orchestrator with reassign authority)",
+				t.ID, t.ClaimedBy, t.ClaimScopeAgentID).With("claimed_by", t.ClaimedBy)
+		}
 		return nil, Errorf(CodeClaimConflict, "todo %s is claimed by %s", t.ID, t.ClaimedBy).With("claimed_by", t.ClaimedBy)
 	}
 	changesHolders := cur != claimedBy || t.ClaimScopeAgentID != scope

@@ -284,6 +284,12 @@ func TestClaim(t *testing.T) {
 		{name: "scope agent re-claims for itself", setup: func(f *tcFix) {
 			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
 		}, req: ClaimRequest{Actor: "a"}, code: CodeClaimConflict, detail: [2]string{"claimed_by", "orch"}},
+		{name: "scope agent names itself as claimant", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: ClaimRequest{Actor: "a", ClaimedBy: "a"}, code: CodeClaimConflict, detail: [2]string{"claimed_by", "orch"}},
+		{name: "a scope agent with reassign authority does not take the claim by claiming", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "orch-r" })
+		}, req: ClaimRequest{Actor: "orch-r", ClaimedBy: "orch-r", ClaimTTLMinutes: 5}, code: CodeClaimConflict, detail: [2]string{"claimed_by", "orch"}},
 		{name: "lease of the scope agent is not stolen", setup: func(f *tcFix) { f.putLease("todo_one", "a", "ka", 1, 1, tcMin(10)) },
 			req: ClaimRequest{Actor: "orch", ScopeAgent: "a"}, status: StatusApplied, claimBy: "orch", scope: "a"},
 		{name: "ttl-seconds without key", req: ClaimRequest{Actor: "a", LeaseTTLSeconds: 60}, code: CodeInvalidRequest},

@@ -179,12 +179,14 @@ var operations = []*Operation{
 	def(OpAgentRotateKey, "loopx.agent.rotate-key/v1", "Replace (or give) an agent's signing key: by the agent itself (signed with its old key) or by an orchestrator with reassign authority.", RotateKey, resolveRotateKey),
 	def(OpTodoAdd, "loopx.todo.add/v1", "Add a todo to a goal.", AddTodo, resolveAdd),
 	// ready-claim/v1 and claim/v1 re-claimed without a TTL by dropping the
-	// claim's TTL (v2 keeps it). See docs/DECISIONS.md.
+	// claim's TTL; update/v1 let a scope agent take a delegated claim as a
+	// plain update (v2: a reassignment). See docs/DECISIONS.md.
 	def(OpTodoReady, "loopx.todo.ready-claim/v1", "Claim the first todo the agent may take now (optionally acquiring its lease), atomically (superseded by v2: a re-claim without a TTL dropped the claim's TTL).", ReadyClaim, resolveReadyClaim).decidedBy(1),
 	def(OpTodoReady, "loopx.todo.ready-claim/v2", "Claim the first todo the agent may take now (optionally acquiring its lease), atomically.", ReadyClaim, resolveReadyClaim),
 	def(OpTodoClaim, "loopx.todo.claim/v1", "Claim a todo (optionally acquiring its task lease in the same commit) (superseded by v2: a re-claim without a TTL dropped the claim's TTL).", Claim, resolveClaim).decidedBy(1),
 	def(OpTodoClaim, "loopx.todo.claim/v2", "Claim a todo (optionally acquiring its task lease in the same commit).", Claim, resolveClaim),
-	def(OpTodoUpdate, "loopx.todo.update/v1", "Update a todo: text, note, priority, exclusions, claim.", Update, resolveUpdate),
+	def(OpTodoUpdate, "loopx.todo.update/v1", "Update a todo: text, note, priority, exclusions, claim (superseded by v2: a scope agent could take a delegated claim).", Update, resolveUpdate).decidedBy(1),
+	def(OpTodoUpdate, "loopx.todo.update/v2", "Update a todo: text, note, priority, exclusions, claim.", Update, resolveUpdate),
 	def(OpTodoComplete, "loopx.todo.complete/v1", "Complete a todo; a verified lease is released in the same commit.", Complete, resolveComplete),
 	def(OpTodoSupersede, "loopx.todo.supersede/v1", "Close a todo as superseded.", Supersede, resolveSupersede),
 	def(OpLeaseAcquire, "loopx.task-lease.acquire/v1", "Start a new execution on a todo (or take over after expiry or release).", Acquire, resolveAcquire),

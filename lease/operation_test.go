@@ -47,6 +47,8 @@ func TestCallOf(t *testing.T) {
 		{ReadyClaimRequest{rules: rules{1}}, "loopx.todo.ready-claim/v1"},
 		{ClaimRequest{}, "loopx.todo.claim/v2"},
 		{&ClaimRequest{rules: rules{1}}, "loopx.todo.claim/v1"},
+		{UpdateRequest{}, "loopx.todo.update/v2"},
+		{UpdateRequest{rules: rules{1}}, "loopx.todo.update/v1"},
 	} {
 		if got := CallOf(tc.req).Op.Schema; got != tc.schema {
 			t.Errorf("CallOf(%T %+v) = %s, want %s", tc.req, tc.req, got, tc.schema)
@@ -128,7 +130,7 @@ func TestEncodeCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"agent_id":"a","goal_id":"g","schema":"loopx.todo.update/v1","task_lease":{"expected_version":0,"idempotency_key":"k"},"text":"fix <a> & \"b\"\nnext line","todo_id":"todo_abc"}`
+	want := `{"agent_id":"a","goal_id":"g","schema":"loopx.todo.update/v2","task_lease":{"expected_version":0,"idempotency_key":"k"},"text":"fix <a> & \"b\"\nnext line","todo_id":"todo_abc"}`
 	if string(got) != want {
 		t.Errorf("Encode =\n%s\nwant\n%s", got, want)
 	}

@@ -25,6 +25,16 @@ package lease
 //     other agent claims. A claim change is a fresh claim (no TTL, no scope
 //     agent): the new claimant must be registered, not excluded and allowed
 //     by the bound agent.
+//   - A delegated claim stays the orchestrator's (contract section 6): its
+//     scope agent naming itself (--claimed-by S by S) takes the claim from
+//     its claimant, which is a reassignment too: authority_required (details
+//     claimed_by, action) unless the scope agent is itself a registered
+//     orchestrator with reassign authority (and its reason when required).
+//     Any update that moves an effective claim away from its claimant is
+//     recorded as todo.reassign, also when the new claimant is the actor (an
+//     orchestrator taking another agent's claim). loopx.todo.update/v1
+//     applied both as plain updates; its recorded commits are re-decided by
+//     that rule (operation.go).
 //   - The audit trail names a claim change as its own operation, with the
 //     previous holder (Loopx-Previous-Holder): todo.reassign (another
 //     agent named), todo.clear-claim, todo.claim-takeover (an expired claim
@@ -57,6 +67,7 @@ type UpdateRequest struct {
 	ExcludeAgents   []string `json:"exclude_agents,omitempty" desc:"agents to exclude from this todo"`
 	AuthorityReason string   `json:"authority_reason,omitempty" desc:"why an orchestrator uses its lifecycle authority"`
 	Proof           *Proof   `json:"task_lease,omitempty" desc:"the lease proof, required while the todo has an effective lease"`
+	rules                    // 1: the rules of loopx.todo.update/v1 (re-verifying its commits)
 }
 
 // Update decides `todo update`.
@@ -146,6 +157,11 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 	clearing := req.ClearClaim && t.ClaimedBy != ""
 	setting := req.ClaimedBy != "" && req.ClaimedBy != cur
 	claimChange := clearing || setting
+	// reassigning: the claim goes to another agent than the one the request
+	// names as acting, or away from its effective holder. A scope agent
+	// naming itself takes its orchestrator's claim: a reassignment too
+	// (update/v1 applied it as a plain update).
+	reassigning := setting && (req.ClaimedBy != req.Actor || (cur != "" && req.version != 1))
 	textChange := req.Text != nil && *req.Text != t.Text
 	prioChange := req.Priority != "" && req.Priority != t.Priority
 	var newExcluded []string
@@ -163,6 +179,17 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 		if actor.Role != RoleOrchestrator {
 			return nil, Errorf(CodeInvalidRequest, "--claimed-by %s must equal the acting agent %s: moving a claim to another agent is a reassignment, which only a registered orchestrator with reassign authority makes", req.ClaimedBy, req.Actor).
 				With("claimed_by", cur)
+		}
+		if err := orchestratorAuthority(actor, t, ActionReassign, req.AuthorityReason); err != nil {
+			return nil, err.With("claimed_by", cur)
+		}
+	} else if reassigning && HoldsClaim(t, req.Actor, now) {
+		// The scope agent of a delegated claim names itself: the claim
+		// stays the orchestrator's unless an orchestrator with reassign
+		// authority (the scope agent may be one) moves it.
+		if actor.Role != RoleOrchestrator {
+			return nil, Errorf(CodeAuthorityRequired, "todo %s is claimed by %s and delegated to %s: a scope agent acts on the todo but never takes its claim; moving it is a reassignment, which only a registered orchestrator with reassign authority makes", t.ID, cur, req.Actor).
+				With("claimed_by", cur).With("action", ActionReassign)
 		}
 		if err := orchestratorAuthority(actor, t, ActionReassign, req.AuthorityReason); err != nil {
 			return nil, err.With("claimed_by", cur)
@@ -255,7 +282,7 @@ func update(v *View, req UpdateRequest, now time.Time) (*Outcome, error) {
 	if claimChange && o.Write {
 		o.PreviousHolder = res.PreviousClaimedBy
 		switch {
-		case setting && req.ClaimedBy != req.Actor:
+		case reassigning:
 			o.Audit = AuditReassign
 		case clearing:
 			o.Audit = AuditClearClaim

@@ -26,6 +26,7 @@ func TestUpdate(t *testing.T) {
 		detail  [2]string
 		status  string
 		changes []string
+		audit   string // the audit trail's operation of an applied update
 		check   func(t *testing.T, td *Todo)
 	}{
 		{name: "nothing requested", req: UpdateRequest{Actor: "a"}, code: CodeInvalidRequest},
@@ -103,7 +104,7 @@ func TestUpdate(t *testing.T) {
 					t.Fatalf("%+v", td)
 				}
 			}},
-		{name: "orchestrator reassigns", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"},
+		{name: "orchestrator reassigns", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}, audit: AuditReassign,
 			check: func(t *testing.T, td *Todo) {
 				if td.ClaimedBy != "b" || !td.ClaimedAt.Equal(tcMin(1)) {
 					t.Fatalf("%+v", td)
@@ -120,7 +121,47 @@ func TestUpdate(t *testing.T) {
 			detail: [2]string{"claimed_by", "a"}},
 		{name: "seed form naming the holder for another actor", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ClaimedBy: "a", Text: tcStr("x")}, code: CodeInvalidRequest},
 		{name: "plain agent takes another's claim", setup: claimedBy("a"), req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, code: CodeNotClaimOwner},
-		{name: "self-claim through update", req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}},
+		{name: "self-claim through update", req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}, audit: OpTodoUpdate},
+		{name: "self-claim of another's expired claim", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "a", func(t *Todo) { t.ClaimTTLMinutes, t.ClaimExpiresAt = 5, timePtr(tcMin(-1)) })
+		}, req: UpdateRequest{Actor: "b", ClaimedBy: "b"}, status: StatusApplied, changes: []string{"claim"}, audit: AuditClaimTakeover},
+		// A delegated claim stays the orchestrator's (contract section 6).
+		{name: "scope agent takes its orchestrator's claim", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID, t.ClaimTTLMinutes, t.ClaimExpiresAt = "a", 30, timePtr(tcMin(30)) })
+		}, req: UpdateRequest{Actor: "a", ClaimedBy: "a"}, code: CodeAuthorityRequired, detail: [2]string{"claimed_by", "orch"}},
+		{name: "scope agent takes the claim with a text change", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "a", ClaimedBy: "a", Text: tcStr("mine now")}, code: CodeAuthorityRequired, detail: [2]string{"action", ActionReassign}},
+		{name: "scope agent orchestrator without reassign authority", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "orch-c" })
+		}, req: UpdateRequest{Actor: "orch-c", ClaimedBy: "orch-c"}, code: CodeAuthorityRequired, detail: [2]string{"claimed_by", "orch"}},
+		{name: "scope agent orchestrator without its reason", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "orch-r" })
+		}, req: UpdateRequest{Actor: "orch-r", ClaimedBy: "orch-r"}, code: CodeAuthorityRequired},
+		{name: "scope agent orchestrator with reassign authority: a reassignment", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "orch-r" })
+		}, req: UpdateRequest{Actor: "orch-r", ClaimedBy: "orch-r", AuthorityReason: "orch is gone"}, status: StatusApplied, changes: []string{"claim"}, audit: AuditReassign,
+			check: func(t *testing.T, td *Todo) {
+				if td.ClaimedBy != "orch-r" || td.ClaimScopeAgentID != "" {
+					t.Fatalf("%+v", td)
+				}
+			}},
+		{name: "scope agent acts without naming itself", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "a", Note: "progress"}, status: StatusApplied, changes: []string{"note"}, audit: OpTodoUpdate},
+		{name: "the claimant naming itself changes nothing", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "orch", ClaimedBy: "orch"}, status: StatusNoChange},
+		{name: "orchestrator moves its delegated claim to the scope agent", setup: func(f *tcFix) {
+			f.claimTodo("todo_one", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
+		}, req: UpdateRequest{Actor: "orch", ClaimedBy: "a"}, status: StatusApplied, changes: []string{"claim"}, audit: AuditReassign,
+			check: func(t *testing.T, td *Todo) {
+				if td.ClaimedBy != "a" || td.ClaimScopeAgentID != "" {
+					t.Fatalf("%+v", td)
+				}
+			}},
+		{name: "orchestrator takes another agent's claim for itself: a reassignment", setup: claimedBy("a"), req: UpdateRequest{Actor: "orch", ClaimedBy: "orch"},
+			status: StatusApplied, changes: []string{"claim"}, audit: AuditReassign},
 		{name: "plain agent assigns another", req: UpdateRequest{Actor: "b", ClaimedBy: "c"}, code: CodeInvalidRequest},
 		{name: "orchestrator assigns an unclaimed todo", req: UpdateRequest{Actor: "orch", ClaimedBy: "c"}, status: StatusApplied, changes: []string{"claim"}},
 		{name: "orchestrator without reassign assigns", req: UpdateRequest{Actor: "orch-c", ClaimedBy: "c"}, code: CodeAuthorityRequired},
@@ -188,6 +229,9 @@ func TestUpdate(t *testing.T) {
 			r := tcResult(t, o)
 			if !slices.Equal(r.Changes, c.changes) {
 				t.Fatalf("changes %v, want %v", r.Changes, c.changes)
+			}
+			if c.audit != "" && o.AuditName() != c.audit {
+				t.Fatalf("audit %s, want %s", o.AuditName(), c.audit)
 			}
 			if c.check != nil {
 				c.check(t, f.todo("todo_one"))

@@ -12,7 +12,7 @@ import (
 const (
 	schemaReadyClaim    = "loopx.todo.ready-claim/v2"
 	schemaClaim         = "loopx.todo.claim/v2"
-	schemaUpdate        = "loopx.todo.update/v1"
+	schemaUpdate        = "loopx.todo.update/v2"
 	schemaComplete      = "loopx.todo.complete/v1"
 	schemaAcquire       = "loopx.task-lease.acquire/v1"
 	schemaRenew         = "loopx.task-lease.renew/v1"
