@@ -193,7 +193,12 @@ var operations = []*Operation{
 	def(OpLeaseRenew, "loopx.task-lease.renew/v1", "Extend the current execution's lease.", Renew, resolveRenew),
 	def(OpLeaseTransfer, "loopx.task-lease.transfer/v1", "Hand the execution to another agent.", Transfer, resolveTransfer).
 		with(nil, func(req any) bool { return !req.(*TransferRequest).TransferClaim }),
-	def(OpLeaseTransfer, "loopx.task-lease.transfer-claim/v1", "Hand the execution and the todo's claim to another agent in one commit (hard_lease goals).", Transfer, resolveTransfer).
+	// transfer-claim/v1 recorded Loopx-Claim-Moved: true when the claim did
+	// not move (the receiver held it already).
+	def(OpLeaseTransfer, "loopx.task-lease.transfer-claim/v1", "Hand the execution and the todo's claim to another agent in one commit (hard_lease goals) (superseded by v2: the audit trail said the claim moved when the receiver held it already).", Transfer, resolveTransfer).
+		with(func(req any) { req.(*TransferRequest).TransferClaim = true },
+			func(req any) bool { return req.(*TransferRequest).TransferClaim }).decidedBy(1),
+	def(OpLeaseTransfer, "loopx.task-lease.transfer-claim/v2", "Hand the execution and the todo's claim to another agent in one commit (hard_lease goals).", Transfer, resolveTransfer).
 		with(func(req any) { req.(*TransferRequest).TransferClaim = true },
 			func(req any) bool { return req.(*TransferRequest).TransferClaim }),
 	def(OpLeaseRelease, "loopx.task-lease.release/v1", "End the current execution.", Release, resolveRelease),

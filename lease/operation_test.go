@@ -40,7 +40,8 @@ func TestCallOf(t *testing.T) {
 		{AcquireRequest{}, "loopx.task-lease.acquire/v1"},
 		{&AcquireRequest{}, "loopx.task-lease.acquire/v1"},
 		{TransferRequest{}, "loopx.task-lease.transfer/v1"},
-		{TransferRequest{TransferClaim: true}, "loopx.task-lease.transfer-claim/v1"},
+		{TransferRequest{TransferClaim: true}, "loopx.task-lease.transfer-claim/v2"},
+		{TransferRequest{TransferClaim: true, rules: rules{1}}, "loopx.task-lease.transfer-claim/v1"},
 		{GoalArchiveRequest{}, "loopx.goal.archive/v1"},
 		{GoalUnarchiveRequest{}, "loopx.goal.unarchive/v1"},
 		{ReadyClaimRequest{}, "loopx.todo.ready-claim/v2"},
@@ -106,7 +107,7 @@ func TestDecodeRequestStrict(t *testing.T) {
 // A runtime that knows only the lease half of a transfer refuses a joint
 // transfer whole instead of moving the lease and dropping the claim.
 func TestLeaseOnlyRuntimeRefusesTransferClaim(t *testing.T) {
-	leaseOnly := NewRegistry(func(op *Operation) bool { return op.Schema != "loopx.task-lease.transfer-claim/v1" })
+	leaseOnly := NewRegistry(func(op *Operation) bool { return !strings.HasPrefix(op.Schema, "loopx.task-lease.transfer-claim/") })
 	joint, err := CallOf(TransferRequest{Goal: "g", Todo: "todo_abc", Owner: "a", IdempotencyKey: "k", ExpectedVersion: ptr(1),
 		NewOwner: "b", NewIdempotencyKey: "k2", TTLSeconds: 60, TransferClaim: true}).Encode()
 	if err != nil {

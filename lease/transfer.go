@@ -30,6 +30,11 @@ package lease
 //     is claimed_by with no scope agent (e.g. a same-agent new execution),
 //     the todo is not rewritten and todo_changed is false. The bound agent is
 //     never rewritten. Without the flag the todo is never written.
+//   - The audit trail says the claim moved (Loopx-Claim-Moved: true, "(claim
+//     moved)" in the subject) exactly when todo_changed is true: a same-agent
+//     new execution does not fabricate a claim edit (seed 000).
+//     loopx.task-lease.transfer-claim/v1 said so whenever --transfer-claim
+//     was given; its recorded commits are re-decided by that rule.
 //   - Transfer to the same owner with a new key is allowed (a new execution
 //     of the same agent).
 
@@ -49,6 +54,7 @@ type TransferRequest struct {
 	// of the wire: it selects its own schema (task-lease.transfer-claim),
 	// so a runtime that does not know it refuses the request whole.
 	TransferClaim bool `json:"-"`
+	rules              // 1: the rules of loopx.task-lease.transfer-claim/v1 (re-verifying its commits)
 }
 
 // Transfer decides a task-lease transfer.
@@ -157,8 +163,13 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The audit trail names the receiver and whether the claim moved.
-	o.NewOwner, o.ClaimMoved = req.NewOwner, req.TransferClaim
+	// The audit trail names the receiver and whether the claim moved: only
+	// when the todo was rewritten (transfer-claim/v1 said it moved whenever
+	// it was asked to, also when the receiver held it already).
+	o.NewOwner, o.ClaimMoved = req.NewOwner, todoChanged
+	if req.version == 1 {
+		o.ClaimMoved = req.TransferClaim
+	}
 	if req.TransferClaim {
 		data := o.Data.(LeaseResult)
 		tc, by, changed := true, t.ClaimedBy, todoChanged

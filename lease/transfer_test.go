@@ -205,6 +205,30 @@ func TestTransferAdmission(t *testing.T) {
 				if *d.TodoChanged || *d.ClaimedBy != "agent-a" || f.todo("todo_aaa").BoundAgent != "agent-a" || !f.todo("todo_aaa").UpdatedAt.Equal(tlT0) {
 					t.Fatalf("data %+v todo %+v", d, f.todo("todo_aaa"))
 				}
+				// Nor does the audit trail say the claim moved.
+				if msg := o.Message(); o.ClaimMoved || !strings.Contains(msg, "\nLoopx-Claim-Moved: false\n") || strings.Contains(msg, "(claim moved)") {
+					t.Fatalf("message says the claim moved:\n%s", msg)
+				}
+			}},
+		{name: "transfer claim to its holder, the claimant of the sender's delegation", mode: HandoffHardLease, setup: claimBy("agent-b", "agent-a", 0), req: TransferRequest{TransferClaim: true},
+			check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
+				// The scope agent hands the lease back to the claimant: the
+				// delegation ends (the todo is rewritten), so the claim moved.
+				if td, d := f.todo("todo_aaa"), resultOf(t, o); td.ClaimedBy != "agent-b" || td.ClaimScopeAgentID != "" || !*d.TodoChanged || !o.ClaimMoved {
+					t.Fatalf("todo %+v data %+v moved %v", td, d, o.ClaimMoved)
+				}
+			}},
+		{name: "a moved claim is recorded as moved", mode: HandoffHardLease, setup: claimBy("agent-a", "", 0), req: TransferRequest{TransferClaim: true},
+			check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
+				if msg := o.Message(); !o.ClaimMoved || !strings.Contains(msg, "\nLoopx-Claim-Moved: true\n") || !strings.Contains(msg, " (claim moved)\n") {
+					t.Fatalf("message:\n%s", msg)
+				}
+			}},
+		{name: "a lease-only transfer never says the claim moved", mode: HandoffHardLease, setup: claimBy("agent-a", "", 0), req: TransferRequest{NewOwner: "agent-a"},
+			check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
+				if msg := o.Message(); o.ClaimMoved || !strings.Contains(msg, "\nLoopx-Claim-Moved: false\n") {
+					t.Fatalf("message:\n%s", msg)
+				}
 			}},
 	}
 	for _, c := range cases {

@@ -11,7 +11,7 @@
 // (ready, show, inspect, status, log) call the Store methods the commands
 // call. A few arguments are the tool's own, not the request's:
 // ready's claim, transfer's transfer_claim (it selects the
-// loopx.task-lease.transfer-claim/v1 schema) and wait_seconds on ready and
+// loopx.task-lease.transfer-claim/v2 schema) and wait_seconds on ready and
 // acquire (the commands' --wait).
 //
 // A result is the command's JSON envelope, as text content and as

@@ -17,7 +17,7 @@ const (
 	schemaAcquire       = "loopx.task-lease.acquire/v1"
 	schemaRenew         = "loopx.task-lease.renew/v1"
 	schemaTransfer      = "loopx.task-lease.transfer/v1"
-	schemaTransferClaim = "loopx.task-lease.transfer-claim/v1"
+	schemaTransferClaim = "loopx.task-lease.transfer-claim/v2"
 	schemaRelease       = "loopx.task-lease.release/v1"
 )
 
@@ -52,7 +52,7 @@ var (
 	waitProp = map[string]any{"type": "integer", "minimum": 0,
 		"description": "with nothing to take yet (the lease held, a scope or claim conflicting, nothing ready), wait up to this many seconds for it, then answer what the request answers then; keep it under the client's tool-call timeout (default 0: decide once)"}
 	transferClaimProp = map[string]any{"type": "boolean",
-		"description": "also hand the todo's claim to new_owner in the same commit (hard_lease goals; the loopx.task-lease.transfer-claim/v1 request)"}
+		"description": "also hand the todo's claim to new_owner in the same commit (hard_lease goals; the loopx.task-lease.transfer-claim/v2 request)"}
 )
 
 // readyClaimOnly are the ready arguments that need claim: true.
