@@ -33,6 +33,10 @@ package lease
 //     the answer (claimed for the agent when unclaimed, and shown with its
 //     lease when a lease key was asked for; no new execution is started over
 //     the held one), so a retry never conflicts with the agent's own lease.
+//     When the agent holds its claim only as the scope agent of an
+//     orchestrator's claim, the todo is answered as it is (no_change; the
+//     held key's exact retry replays its acquire), never re-claimed nor
+//     refused.
 //   - The operation of ready --claim is "todo.claim" (its commit is a claim).
 
 import (
@@ -186,6 +190,11 @@ func ReadyClaim(v *View, req ReadyClaimRequest, now time.Time) (*Outcome, error)
 		if !effective {
 			continue
 		}
+		if ClaimEffective(t, now) && t.ClaimedBy != req.Actor {
+			// The actor holds the claim as its scope agent: the
+			// orchestrator's claim is not re-claimed (nor refused).
+			return readyDelegated(v, req, t, l, now)
+		}
 		scope := ""
 		if ClaimEffective(t, now) {
 			scope = t.ClaimScopeAgentID
@@ -228,6 +237,37 @@ func ReadyClaim(v *View, req ReadyClaimRequest, now time.Time) (*Outcome, error)
 	claimed := false
 	return &Outcome{Operation: OpTodoClaim, Status: StatusNoChange, Goal: req.Goal, Actor: req.Actor,
 		Data: &TodoResult{GoalID: req.Goal, Claimed: &claimed}}, nil
+}
+
+// readyDelegated answers ready --claim with the todo whose effective lease
+// the actor holds while it holds the todo's claim only as the scope agent of
+// an orchestrator's claim: the todo as it is (no_change), with its lease when
+// a lease key was asked for; the held execution's own key replays its
+// acquire, as in a claim and acquire.
+func readyDelegated(v *View, req ReadyClaimRequest, t *Todo, l *Lease, now time.Time) (*Outcome, error) {
+	o := &Outcome{Operation: OpTodoClaim, Status: StatusNoChange, Goal: req.Goal, Todo: t.ID, Actor: req.Actor}
+	if req.LeaseKey == l.IdempotencyKey {
+		acq, err := atomically(v, func() (*Outcome, error) {
+			return Acquire(v, AcquireRequest{Goal: req.Goal, Todo: t.ID, Owner: req.Actor, IdempotencyKey: req.LeaseKey,
+				TTLSeconds: req.LeaseTTLSeconds, WriteScopes: t.RequiredWriteScopes}, now)
+		})
+		if e, ok := AsError(err); err != nil && (!ok || e.Code != CodeIdempotencyKeyReuse) {
+			return nil, err
+		}
+		if err == nil {
+			o.Status, o.Write, o.ReplayOf = acq.Status, acq.Write, acq.ReplayOf
+			o.Version, o.Epoch, o.ReceiptID = acq.Version, acq.Epoch, acq.ReceiptID
+		}
+	}
+	o.BoardChanged = o.Write
+	res := &TodoResult{}
+	if err := fillTodoResult(v, res, req.Goal, t, req.LeaseKey != "", now); err != nil {
+		return nil, err
+	}
+	claimed := true
+	res.Claimed = &claimed
+	o.Data = res
+	return o, nil
 }
 
 func readyClaimOne(v *View, req ReadyClaimRequest, todo, scope string, now time.Time) (*Outcome, error) {

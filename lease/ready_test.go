@@ -225,3 +225,42 @@ func TestReClaimKeepsTheClaimTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyClaimScopeAgentHoldingTheLease: the scope agent of a delegated
+// claim that holds the todo's effective lease asks ready --claim: the todo is
+// its answer, as it is (the orchestrator's claim is neither taken nor
+// refused), and its exact retry of the acquire replays.
+func TestReadyClaimScopeAgentHoldingTheLease(t *testing.T) {
+	f := newTC(t, HandoffHardLease, "todo_one", "todo_two")
+	f.must(f.claim(tcT0, ClaimRequest{Todo: "todo_one", Actor: "orch", ScopeAgent: "a", ClaimTTLMinutes: 30}))
+	f.must(f.run(tcT0, func(v *View, now time.Time) (*Outcome, error) {
+		return Acquire(v, AcquireRequest{Goal: tcGoal, Todo: "todo_one", Owner: "a", IdempotencyKey: "exec-a", TTLSeconds: 600}, now)
+	}))
+	before := f.todo("todo_one")
+	for _, c := range []struct {
+		name   string
+		req    ReadyClaimRequest
+		status string
+		lease  bool
+	}{
+		{"without a key", ReadyClaimRequest{Actor: "a"}, StatusNoChange, false},
+		{"with a ttl", ReadyClaimRequest{Actor: "a", ClaimTTLMinutes: 5}, StatusNoChange, false},
+		{"the held key: a replay", ReadyClaimRequest{Actor: "a", LeaseKey: "exec-a", LeaseTTLSeconds: 600}, StatusReplayed, true},
+		{"the held key, another ttl", ReadyClaimRequest{Actor: "a", LeaseKey: "exec-a", LeaseTTLSeconds: 60}, StatusNoChange, true},
+		{"another key", ReadyClaimRequest{Actor: "a", LeaseKey: "exec-b", LeaseTTLSeconds: 600}, StatusNoChange, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := f.must(f.readyClaim(tcMin(1), c.req))
+			r := tcResult(t, o)
+			if o.Status != c.status || o.Write || r.TodoID != "todo_one" || r.Claimed == nil || !*r.Claimed || r.ClaimedBy != "orch" || (r.Lease != nil) != c.lease {
+				t.Fatalf("outcome %+v result %+v", o, r)
+			}
+			if c.lease && (r.Lease.Owner != "a" || r.Lease.IdempotencyKey != "exec-a") {
+				t.Fatalf("lease %+v", r.Lease)
+			}
+			if got := f.todo("todo_one"); !sameClaim(got, before) {
+				t.Fatalf("claim changed: %+v", got)
+			}
+		})
+	}
+}
