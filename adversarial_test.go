@@ -189,6 +189,33 @@ func TestAdversarialGovernance(t *testing.T) {
 		})
 	}
 
+	// An older schema version whose rules were looser (todo.update/v1 let a
+	// scope agent take its orchestrator's delegated claim): on a store of
+	// format 3 it is no history, only a way around today's rules.
+	t.Run("an older schema version's rules", func(t *testing.T) {
+		mustEnv(t, dir, ka.env(), "todo", "add", "--goal-id", "g", "--todo-id", "todo_deleg", "--text", "delegated", "--agent-id", "a")
+		mustEnv(t, dir, kl.env(), "todo", "claim", "--goal-id", "g", "--todo-id", "todo_deleg", "--agent-id", "lead", "--scope-agent-id", "b")
+		base := git(t, bare, "rev-parse", "refs/loopx/state")
+		mustEnv(t, evil, kb.env(), "todo", "list", "--goal-id", "g")
+		r := loopx(t, evil, kb.env(), "todo", "update", "--goal-id", "g", "--todo-id", "todo_deleg", "--agent-id", "b", "--claimed-by", "b")
+		if r.code != 1 || r.errCode() != "authority_required" {
+			t.Fatalf("the command line: exit %d %s", r.code, r.raw)
+		}
+		call, err := lease.DecodeRequest([]byte(`{"schema":"loopx.todo.update/v1","goal_id":"g","todo_id":"todo_deleg","agent_id":"b","claimed_by":"b"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().UTC().Truncate(time.Second)
+		var s int64
+		fmt.Sscan(git(t, bare, "log", "-1", "--format=%ct", base), &s)
+		if h := time.Unix(s, 0).UTC(); at.Before(h) {
+			at = h
+		}
+		forged := forgeCommit(t, evil, base, call, at, kb.signer)
+		pushRefused(t, evil, bare, forged, base, "unknown_schema", false)
+		head = base
+	})
+
 	// Time travel: a reset dated yesterday, even by the admin with its key,
 	// is refused by the server's clock; the attacker's own reset needs an
 	// admin.

@@ -162,6 +162,16 @@ func Redecide(parent *View, rc RecordedCommit, when time.Time) (*Redecision, err
 		return nil, historyErr(ProblemTimeRegression, "dated %s, before its parent (%s)",
 			when.UTC().Format(time.RFC3339), parent.HeadTime.UTC().Format(time.RFC3339))
 	}
+	if rc.Call.Op.rules != 0 {
+		// A superseded schema version decides by the rules it had, for the
+		// history made when they were the rules: a store of format 3 was
+		// written only by a loopx of the current rules, so there it is a
+		// way around them (a hand-made commit), never history.
+		if m, err := parent.Meta(); err == nil && m != nil && m.FormatVersion >= 3 {
+			return nil, historyErr(ProblemUnknownSchema, "%s is superseded: a store of format %d is decided by its current version (%s's rules changed)",
+				rc.Call.Op.Schema, m.FormatVersion, rc.Call.Op.Name)
+		}
+	}
 	c := rc.Call.Clone()
 	if err := c.Resolve(parent, Defaults{}, when); err != nil {
 		return nil, historyErr(ProblemRefused, "the request does not resolve on its parent: %v", err)

@@ -122,8 +122,20 @@ func TestRulesOfOlderSchemaVersions(t *testing.T) {
 			}
 			o1 := decide(recorded, c.v1)
 			decide(cur, c.v2)
-			// Re-verifying the older commit: its request re-decides on its
-			// parent to the same message and writes.
+			// On a store of format 3, written only by a loopx of the current
+			// rules, the older version is a way around them: refused.
+			if _, err := Redecide(f.view(c.at), RecordedCommit{Request: string(raw), Call: recorded}, c.at); err == nil ||
+				!strings.Contains(err.Error(), ProblemUnknownSchema) {
+				t.Fatalf("Redecide of %s on a format-3 store: %v", c.old, err)
+			}
+			// Re-verifying the older commit where it was made (a store of
+			// format 2): its request re-decides on its parent to the same
+			// message and writes.
+			f.edit(func(v *View) {
+				m, _ := v.Meta()
+				m.FormatVersion = 2
+				v.PutMeta(m)
+			})
 			rd, err := Redecide(f.view(c.at), RecordedCommit{Request: string(raw), Call: recorded}, c.at)
 			if err != nil {
 				t.Fatalf("Redecide: %v", err)
