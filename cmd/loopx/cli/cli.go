@@ -17,9 +17,6 @@ import (
 	"github.com/loopx-dev/loopx/lease"
 )
 
-// Version is the loopx version, set at build time with -ldflags.
-var Version = "0.1.0-dev"
-
 // env holds the global flags and the process environment of one run.
 type env struct {
 	registry, repo, format, goal string

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -294,26 +292,4 @@ func gcCmd(e *env) *cobra.Command {
 			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GC() })
 		},
 	}
-}
-
-func versionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use: "version", Short: "Print the loopx version and store format", Args: noArgs,
-		Example: "  loopx version",
-		RunE:    func(c *cobra.Command, args []string) error { return e.printVersion() },
-	}
-}
-
-// printVersion prints the version (`loopx version`, `loopx --version`, `-v`).
-func (e *env) printVersion() error {
-	if e.format == "json" {
-		data, err := json.Marshal(map[string]any{"ok": true, "operation": "version", "version": Version, "store_format": lease.FormatVersion})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
-		return err
-	}
-	_, err := fmt.Fprintf(e.stdout, "loopx %s (store format %d)\n", Version, lease.FormatVersion)
-	return err
 }
