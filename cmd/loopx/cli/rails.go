@@ -12,10 +12,12 @@ package cli
 //   - `loopx help X Y` is a usage error when X Y names no command.
 //   - A flag the command would ignore is a usage error: the flagNeeds and
 //     ignoredFlags tables below.
-//   - A missing required flag is refused with the contract code of its field
-//     (exit 1), in a message that names the flag: the requiredFlags table.
-//     The Go API and JSON requests have their own wording; on the command
-//     line the user typed flags, so the message speaks of flags.
+//   - A missing required flag is a usage error (exit 2) that keeps the
+//     contract code of its field (invalid_todo_id for --todo-id: identifier
+//     errors name their field), in a message that names the flag: the
+//     requiredFlags table. The Go API and JSON requests (loopx apply, MCP)
+//     have their own wording and exit 1: there the request was decided; on
+//     the command line the user typed flags, so the message speaks of flags.
 //   - Errors cobra raises itself (flag parsing, argument checks) are usage
 //     errors; errors a command's action returns keep their own code.
 
@@ -76,27 +78,36 @@ var ignoredFlags = []struct {
 
 // requiredFlag says that command cmd cannot run without flag (when when is
 // set: without flag while flag when is given). A missing one is refused with
-// code and the message "--FLAG is required[ with --WHEN][ (hint)]".
+// exit 2 (usage) and code, the contract code of the field, in the message
+// "--FLAG is required[ with --WHEN][ (hint)]", details flag (and field, the
+// request's field, for an invalid_request).
 type requiredFlag struct {
 	cmd, flag  string
 	code       lease.Code
 	hint, when string
+	field      string
 }
 
 const ttlHint = "1..86400"
 
-// requiredFlags are the flags without a default, in the order the domain
-// checks the fields (so the first missing one is the one reported). A field
-// whose refusal already names its flag is left to the domain, so the command
-// and `loopx apply` of the same request print the same bytes: goal create
-// --goal-id, todo add --text, todo supersede --reason, and --expected-version
-// of renew, transfer and release ("renew needs --expected-version (...)").
+// requiredFlags are the flags that no default can stand in for: whether one
+// is missing is known from the command line alone. (An acting agent or a goal
+// that the store may supply, the only registered agent or the only active
+// goal, is not here: leaving it out is decided on the store's records, and a
+// refusal then exits 1.) The rows of a command are in the order the domain
+// checks the fields, so the first missing one is the one reported.
 var requiredFlags = []requiredFlag{
+	{cmd: "goal create", flag: "goal-id", code: lease.CodeInvalidGoalID, hint: "the new goal's id"},
+	{cmd: "goal archive", flag: "goal-id", code: lease.CodeInvalidGoalID, hint: "the goal to archive is never inferred"},
+	{cmd: "goal unarchive", flag: "goal-id", code: lease.CodeInvalidGoalID, hint: "the goal to unarchive is never inferred"},
 	{cmd: "agent register", flag: "agent-id", code: lease.CodeInvalidAgentID},
 	{cmd: "admin add", flag: "admin-id", code: lease.CodeInvalidAgentID},
 	{cmd: "admin remove", flag: "admin-id", code: lease.CodeInvalidAgentID},
 	{cmd: "admin remove", flag: "by", code: lease.CodeInvalidAgentID, hint: "an admin"},
 	{cmd: "agent unregister", flag: "agent-id", code: lease.CodeInvalidAgentID},
+	{cmd: "agent rotate-key", flag: "signing-key", code: lease.CodeInvalidRequest, hint: "the new public key file", field: "signing_key"},
+	{cmd: "agent rotate-key", flag: "agent-id", code: lease.CodeInvalidAgentID, hint: "the agent whose key is replaced"},
+	{cmd: "todo add", flag: "text", code: lease.CodeInvalidRequest, hint: "what is to be done", field: "text"},
 	{cmd: "todo show", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo claim", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo claim", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint, when: "task-lease-idempotency-key"},
@@ -104,21 +115,32 @@ var requiredFlags = []requiredFlag{
 	{cmd: "todo update", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo complete", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "todo supersede", flag: "todo-id", code: lease.CodeInvalidTodoID},
+	{cmd: "todo supersede", flag: "reason", code: lease.CodeInvalidRequest, hint: "why it is closed; recorded", field: "reason"},
 	{cmd: "task-lease acquire", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease acquire", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of this execution"},
 	{cmd: "task-lease acquire", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
 	{cmd: "task-lease renew", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease renew", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
 	{cmd: "task-lease renew", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
+	{cmd: "task-lease renew", flag: "expected-version", code: lease.CodeVersionRequired, hint: versionHint},
 	{cmd: "task-lease transfer", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease transfer", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
 	{cmd: "task-lease transfer", flag: "new-owner", code: lease.CodeInvalidAgentID, hint: "the receiving agent"},
 	{cmd: "task-lease transfer", flag: "new-idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the receiver's execution key"},
 	{cmd: "task-lease transfer", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
+	{cmd: "task-lease transfer", flag: "expected-version", code: lease.CodeVersionRequired, hint: versionHint},
 	{cmd: "task-lease release", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "task-lease release", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of the current execution"},
+	{cmd: "task-lease release", flag: "expected-version", code: lease.CodeVersionRequired, hint: versionHint},
 	{cmd: "task-lease inspect", flag: "todo-id", code: lease.CodeInvalidTodoID},
+	{cmd: "run", flag: "todo-id", code: lease.CodeInvalidTodoID},
+	{cmd: "run", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of this execution"},
+	{cmd: "run", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
+	{cmd: "clock-reset", flag: "agent-id", code: lease.CodeInvalidAgentID, hint: "who recovers the store"},
+	{cmd: "clock-reset", flag: "reason", code: lease.CodeInvalidRequest, hint: "recorded in the commit", field: "reason"},
 }
+
+const versionHint = "the current lease version, from task-lease inspect"
 
 func init() {
 	// The lease proof of update, complete and supersede is a pair.
@@ -202,7 +224,12 @@ func checkFlags(c *cobra.Command) error {
 		if r.hint != "" {
 			msg += " (" + r.hint + ")"
 		}
-		return lease.Errorf(r.code, "%s", msg).With("flag", r.flag)
+		le := lease.Errorf(r.code, "%s", msg).With("flag", r.flag)
+		if r.field != "" {
+			le = le.With("field", r.field)
+		}
+		// The field's code, the usage exit: the command line lacks a flag.
+		return &exitStatus{code: int(lease.Usage), err: le}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -68,6 +69,62 @@ func TestEveryGroupRefusesUnknownSubcommands(t *testing.T) {
 			if code != 2 || res.OK || res.Error.Code != "usage" {
 				t.Errorf("loopx %s: exit %d, %s; want exit 2 and code usage", strings.Join(args, " "), code, out.String())
 			}
+		}
+	}
+}
+
+// sampleFlagValues are values for the flags of the requiredFlags table.
+var sampleFlagValues = map[string]string{
+	"goal-id": "g", "agent-id": "agent-a", "todo-id": "todo_work", "text": "work", "reason": "why",
+	"signing-key": "key.pub", "idempotency-key": "exec-1", "ttl-seconds": "60", "expected-version": "1",
+	"new-owner": "agent-b", "new-idempotency-key": "exec-2", "task-lease-idempotency-key": "exec-1",
+	"task-lease-expected-version": "1",
+}
+
+// TestEveryRequiredFlagIsUsage: each row of requiredFlags, on its own
+// command with the flags before it given, is refused with exit 2 and the
+// field's code, naming the flag; given, that flag is never the complaint.
+func TestEveryRequiredFlagIsUsage(t *testing.T) {
+	t.Setenv("LOOPX_FORMAT", "json")
+	repo := t.TempDir() // no store: a rail fires before one is opened
+	for i, r := range requiredFlags {
+		args := append(strings.Fields(r.cmd), "--repo", repo)
+		give := func(flag string) {
+			v, ok := sampleFlagValues[flag]
+			if !ok {
+				t.Fatalf("no sample value for --%s", flag)
+			}
+			args = append(args, "--"+flag, v)
+		}
+		for _, before := range requiredFlags[:i] {
+			if before.cmd == r.cmd && before.when == "" {
+				give(before.flag)
+			}
+		}
+		if r.when != "" {
+			give(r.when)
+		}
+		if r.cmd == "todo ready" {
+			args = append(args, "--claim")
+		}
+		run := func(args []string) (int, string, map[string]any) {
+			var out bytes.Buffer
+			code := Run(args, &out, io.Discard)
+			var res struct {
+				Error map[string]any `json:"error"`
+			}
+			_ = json.Unmarshal(out.Bytes(), &res)
+			return code, out.String(), res.Error
+		}
+		line := "loopx " + strings.Join(args, " ")
+		code, out, e := run(args)
+		if code != 2 || e["code"] != string(r.code) || e["flag"] != r.flag ||
+			!strings.HasPrefix(fmt.Sprint(e["message"]), "--"+r.flag+" is required") {
+			t.Errorf("%s: exit %d, %s; want exit 2, code %s, flag %s", line, code, strings.TrimSpace(out), r.code, r.flag)
+		}
+		args = append(args, "--"+r.flag, sampleFlagValues[r.flag])
+		if code, out, e := run(args); code == 2 && e["flag"] == r.flag {
+			t.Errorf("%s --%s given: still refused for it: %s", line, r.flag, strings.TrimSpace(out))
 		}
 	}
 }
