@@ -74,6 +74,7 @@ var ignoredFlags = []struct {
 	{"server-hook pre-receive", []string{"goal-id", "remote", "offline"}},
 	{"version", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 	{"demo", []string{"goal-id", "registry", "repo", "remote", "offline"}},
+	{"gen-docs", []string{"goal-id", "registry", "repo", "remote", "offline"}},
 }
 
 // requiredFlag says that command cmd cannot run without flag (when when is

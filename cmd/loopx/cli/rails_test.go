@@ -11,14 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// walk calls fn for c and every command under it.
-func walk(c *cobra.Command, fn func(*cobra.Command)) {
-	fn(c)
-	for _, sub := range c.Commands() {
-		walk(sub, fn)
-	}
-}
-
 // TestRailTablesNameRealFlags: every row of the flag tables names a command
 // of the tree and a flag that command has, so a renamed flag cannot leave a
 // rail that silently never fires.
