@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -27,7 +28,7 @@ import (
 )
 
 func genDocsCmd(e *env) *cobra.Command {
-	var dir, cliRef string
+	var dir, cliRef, date string
 	c := &cobra.Command{
 		Use:    "gen-docs",
 		Short:  "Write the man pages and shell completions (--dir) and the command reference (--cli-reference)",
@@ -35,8 +36,8 @@ func genDocsCmd(e *env) *cobra.Command {
 		Long: `gen-docs writes what is generated from loopx's command tree: with --dir DIR,
 DIR/man/man1/*.1 (one man page per command) and DIR/completions (loopx.bash,
 _loopx for zsh, loopx.fish, loopx.ps1); with --cli-reference FILE, the command
-and flag reference in Markdown (docs/CLI.md). Man pages are dated
-$SOURCE_DATE_EPOCH when it is set.`,
+and flag reference in Markdown (docs/CLI.md). Man pages are dated --date (a
+release passes its commit's date), else $SOURCE_DATE_EPOCH, else today.`,
 		Example: "  go run ./cmd/loopx gen-docs --dir build\n  go run ./cmd/loopx gen-docs --cli-reference docs/CLI.md",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -45,7 +46,15 @@ $SOURCE_DATE_EPOCH when it is set.`,
 			}
 			var files []string
 			if dir != "" {
-				written, err := writeManAndCompletions(docTree(), dir)
+				var when *time.Time
+				if date != "" {
+					t, err := time.Parse(time.RFC3339, date)
+					if err != nil {
+						return usageError("--date %q is not an RFC 3339 time", date)
+					}
+					when = &t
+				}
+				written, err := writeManAndCompletions(docTree(), dir, when)
 				if err != nil {
 					return err
 				}
@@ -74,6 +83,7 @@ $SOURCE_DATE_EPOCH when it is set.`,
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "write DIR/man/man1/*.1 and DIR/completions/*")
+	c.Flags().StringVar(&date, "date", "", "the date of the man pages, RFC 3339 (default $SOURCE_DATE_EPOCH, else now)")
 	c.Flags().StringVar(&cliRef, "cli-reference", "", "write the Markdown command reference to FILE (docs/CLI.md)")
 	return c
 }
@@ -123,7 +133,7 @@ func documented(root *cobra.Command) []*cobra.Command {
 
 // writeManAndCompletions writes the man pages and completion scripts under
 // dir and returns the files written.
-func writeManAndCompletions(root *cobra.Command, dir string) ([]string, error) {
+func writeManAndCompletions(root *cobra.Command, dir string, date *time.Time) ([]string, error) {
 	manDir := filepath.Join(dir, "man", "man1")
 	compDir := filepath.Join(dir, "completions")
 	for _, d := range []string{manDir, compDir} {
@@ -131,7 +141,7 @@ func writeManAndCompletions(root *cobra.Command, dir string) ([]string, error) {
 			return nil, err
 		}
 	}
-	header := &doc.GenManHeader{Title: "LOOPX", Section: "1", Source: "loopx " + Version, Manual: "loopx manual"}
+	header := &doc.GenManHeader{Title: "LOOPX", Section: "1", Source: "loopx " + Version, Manual: "loopx manual", Date: date}
 	if err := doc.GenManTreeFromOpts(root, doc.GenManTreeOptions{Header: header, Path: manDir, CommandSeparator: "-"}); err != nil {
 		return nil, err
 	}
