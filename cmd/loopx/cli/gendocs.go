@@ -275,6 +275,9 @@ func requiredNote(c *cobra.Command, flag string) string {
 		if r.cmd != key || r.flag != flag {
 			continue
 		}
+		if r.or != "" {
+			return "required (or --" + r.or + ")"
+		}
 		if r.when == "" {
 			return "required"
 		}

@@ -81,12 +81,14 @@ var ignoredFlags = []struct {
 // set: without flag while flag when is given). A missing one is refused with
 // exit 2 (usage) and code, the contract code of the field, in the message
 // "--FLAG is required[ with --WHEN][ (hint)]", details flag (and field, the
-// request's field, for an invalid_request).
+// request's field, for an invalid_request). or names a flag that sets the
+// same field (clock-reset --by is --agent-id): given, the row is satisfied.
 type requiredFlag struct {
 	cmd, flag  string
 	code       lease.Code
 	hint, when string
 	field      string
+	or         string
 }
 
 const ttlHint = "1..86400"
@@ -137,7 +139,7 @@ var requiredFlags = []requiredFlag{
 	{cmd: "run", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "run", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of this execution"},
 	{cmd: "run", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
-	{cmd: "clock-reset", flag: "agent-id", code: lease.CodeInvalidAgentID, hint: "who recovers the store"},
+	{cmd: "clock-reset", flag: "agent-id", or: "by", code: lease.CodeInvalidAgentID, hint: "who recovers the store"},
 	{cmd: "clock-reset", flag: "reason", code: lease.CodeInvalidRequest, hint: "recorded in the commit", field: "reason"},
 }
 
@@ -218,7 +220,13 @@ func checkFlags(c *cobra.Command) error {
 		if r.when != "" && !present(fs.Lookup(r.when)) {
 			continue
 		}
+		if r.or != "" && !missing(fs.Lookup(r.or)) {
+			continue
+		}
 		msg := "--" + r.flag + " is required"
+		if r.or != "" {
+			msg = "--" + r.flag + " (or --" + r.or + ") is required"
+		}
 		if r.when != "" {
 			msg += " with --" + r.when
 		}
@@ -457,6 +465,9 @@ func tableFlags() (rows [][2]string) {
 		rows = append(rows, [2]string{r.cmd, r.flag})
 		if r.when != "" {
 			rows = append(rows, [2]string{r.cmd, r.when})
+		}
+		if r.or != "" {
+			rows = append(rows, [2]string{r.cmd, r.or})
 		}
 	}
 	return slices.Compact(rows)

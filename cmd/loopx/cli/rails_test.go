@@ -70,7 +70,7 @@ var sampleFlagValues = map[string]string{
 	"goal-id": "g", "agent-id": "agent-a", "todo-id": "todo_work", "text": "work", "reason": "why",
 	"signing-key": "key.pub", "idempotency-key": "exec-1", "ttl-seconds": "60", "expected-version": "1",
 	"new-owner": "agent-b", "new-idempotency-key": "exec-2", "task-lease-idempotency-key": "exec-1",
-	"task-lease-expected-version": "1",
+	"task-lease-expected-version": "1", "admin-id": "lead", "by": "lead",
 }
 
 // TestEveryRequiredFlagIsUsage: each row of requiredFlags, on its own
@@ -111,12 +111,17 @@ func TestEveryRequiredFlagIsUsage(t *testing.T) {
 		line := "loopx " + strings.Join(args, " ")
 		code, out, e := run(args)
 		if code != 2 || e["code"] != string(r.code) || e["flag"] != r.flag ||
-			!strings.HasPrefix(fmt.Sprint(e["message"]), "--"+r.flag+" is required") {
+			!strings.HasPrefix(fmt.Sprint(e["message"]), "--"+r.flag+" ") || !strings.Contains(fmt.Sprint(e["message"]), " is required") {
 			t.Errorf("%s: exit %d, %s; want exit 2, code %s, flag %s", line, code, strings.TrimSpace(out), r.code, r.flag)
 		}
-		args = append(args, "--"+r.flag, sampleFlagValues[r.flag])
-		if code, out, e := run(args); code == 2 && e["flag"] == r.flag {
-			t.Errorf("%s --%s given: still refused for it: %s", line, r.flag, strings.TrimSpace(out))
+		given := [][]string{append(args[:len(args):len(args)], "--"+r.flag, sampleFlagValues[r.flag])}
+		if r.or != "" {
+			given = append(given, append(args[:len(args):len(args)], "--"+r.or, sampleFlagValues[r.or]))
+		}
+		for _, args := range given {
+			if code, out, e := run(args); code == 2 && e["flag"] == r.flag {
+				t.Errorf("%s: still refused for --%s: %s", strings.Join(args, " "), r.flag, strings.TrimSpace(out))
+			}
 		}
 	}
 }
