@@ -148,6 +148,34 @@ func isHexHash(s string) bool {
 // ChangedPaths returns the paths (slash-separated, sorted) commit h changed
 // (see the file comment: its parent, a root commit, a merge).
 func (s *Store) ChangedPaths(h Hash) ([]string, error) {
+	files, err := s.ChangedFiles(h)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	return paths, nil
+}
+
+// FileChange is one path a commit changed.
+type FileChange struct {
+	Path string
+	// Deleted reports that the commit has no file at Path.
+	Deleted bool
+	// Link is, when the commit's entry at Path is a symlink, what it
+	// points at (its blob: at most maxLinkTarget bytes are read).
+	Link    string
+	Symlink bool
+}
+
+// maxLinkTarget bounds the symlink target read (git's own limit is the
+// platform's PATH_MAX, 4096 on Linux).
+const maxLinkTarget = 4096
+
+// ChangedFiles is ChangedPaths with what the commit holds at each path.
+func (s *Store) ChangedFiles(h Hash) ([]FileChange, error) {
 	facts, err := s.ReadCommitFacts(h)
 	if err != nil {
 		return nil, err
@@ -160,7 +188,7 @@ func (s *Store) ChangedPaths(h Hash) ([]string, error) {
 	if len(parents) == 0 {
 		parents = []Hash{ZeroHash}
 	}
-	var common []string
+	var common []FileChange
 	for i, p := range parents {
 		var base Hash
 		if !p.IsZero() {
@@ -168,21 +196,34 @@ func (s *Store) ChangedPaths(h Hash) ([]string, error) {
 				return nil, err
 			}
 		}
-		var paths []string
-		if err := s.changedEntries("", base, tree, func(p string) { paths = append(paths, p) }); err != nil {
+		var files []FileChange
+		links := map[int]Hash{}
+		err := s.diffEntries("", base, tree, func(path string, _, y *treeEntry) error {
+			if y != nil && y.mode == modeSymlink {
+				links[len(files)] = y.hash
+			}
+			files = append(files, FileChange{Path: path, Deleted: y == nil, Symlink: links[len(files)] != ZeroHash})
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
+		for i, blob := range links {
+			if files[i].Link, err = s.linkTarget(blob); err != nil {
+				return nil, err
+			}
+		}
 		if i == 0 {
-			common = paths
+			common = files
 			continue
 		}
 		// Keep the paths that differ from this parent too (both sorted).
-		var keep []string
-		for a, b := 0, 0; a < len(common) && b < len(paths); {
+		var keep []FileChange
+		for a, b := 0, 0; a < len(common) && b < len(files); {
 			switch {
-			case common[a] < paths[b]:
+			case common[a].Path < files[b].Path:
 				a++
-			case common[a] > paths[b]:
+			case common[a].Path > files[b].Path:
 				b++
 			default:
 				keep = append(keep, common[a])
@@ -192,6 +233,20 @@ func (s *Store) ChangedPaths(h Hash) ([]string, error) {
 		common = keep
 	}
 	return common, nil
+}
+
+// linkTarget reads a symlink's blob ("" when it is longer than any path).
+func (s *Store) linkTarget(blob Hash) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", errClosed
+	}
+	_, data, err := s.odb.read(blob)
+	if err != nil || len(data) > maxLinkTarget {
+		return "", err
+	}
+	return string(data), nil
 }
 
 func (s *Store) commitTree(h Hash) (Hash, error) {
@@ -205,15 +260,6 @@ func (s *Store) commitTree(h Hash) (Hash, error) {
 		return ZeroHash, err
 	}
 	return c.tree, nil
-}
-
-// changedEntries reports, in sorted order, every non-tree path whose entry
-// (mode and name) differs between trees a and b (ZeroHash: empty).
-func (s *Store) changedEntries(prefix string, a, b Hash, add func(string)) error {
-	return s.diffEntries(prefix, a, b, func(p string, _, _ *treeEntry) error {
-		add(p)
-		return nil
-	})
 }
 
 // FirstParentTimes calls fn for from and its first-parent ancestors,

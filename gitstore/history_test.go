@@ -94,6 +94,25 @@ func TestChangedPathsMatchesGit(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s (%s): ChangedPaths = %q, git diff-tree = %q", c[:12], git("log", "-1", "--format=%s", c), got, want)
 		}
+		// ChangedFiles: the same paths, a deletion where the commit has no
+		// file, a symlink's target where it has a link (what git ls-tree
+		// and cat-file say).
+		files, err := s.ChangedFiles(ParseHash(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range files {
+			if f.Path != got[i] {
+				t.Fatalf("ChangedFiles[%d] = %q, ChangedPaths %q", i, f.Path, got[i])
+			}
+			entry := strings.Fields(git("ls-tree", c, "--", f.Path))
+			if f.Deleted != (len(entry) == 0) {
+				t.Errorf("%s %s: deleted %v, ls-tree %q", c[:12], f.Path, f.Deleted, entry)
+			}
+			if isLink := len(entry) > 0 && entry[0] == "120000"; f.Symlink != isLink || (isLink && f.Link != git("cat-file", "blob", entry[2])) {
+				t.Errorf("%s %s: symlink %v %q, ls-tree %q", c[:12], f.Path, f.Symlink, f.Link, entry)
+			}
+		}
 	}
 }
 
