@@ -122,9 +122,9 @@ func (s *Store) Apply(call lease.Call) (*Result, error) {
 }
 
 // ApplyJSON decodes one request in the wire schema (contract section 7)
-// strictly and applies it.
+// strictly (at most 1 MiB: lease.DecodeWireRequest) and applies it.
 func (s *Store) ApplyJSON(data []byte) (*Result, error) {
-	call, err := lease.DecodeRequest(data)
+	call, err := lease.DecodeWireRequest(data)
 	if err != nil {
 		return nil, err
 	}
