@@ -10,9 +10,11 @@ package lease
 // A request travels as one JSON object: its fields (the request type's JSON
 // tags) and "schema", the schema id with its version
 // ("loopx.task-lease.acquire/v1"). Decoding is strict (DecodeRequest):
-// unknown or misspelt fields (exact case), unknown schema ids or versions,
-// wrong types and trailing data are invalid_request naming the field, never
-// dropped. The canonical form (Call.Encode) has sorted keys, omits empty
+// invalid UTF-8, a key given twice, data after the object, unknown or
+// misspelt fields (exact case), unknown schema ids or versions and wrong
+// types are invalid_request naming the field, never dropped (a wrong type
+// in an identifier, TTL or scope field is that field's code, FieldCode).
+// The wire (`loopx apply`, the MCP tools) takes at most MaxRequestSize. The canonical form (Call.Encode) has sorted keys, omits empty
 // fields and leaves no default implicit: it is recorded after the
 // operation's resolver has filled in the goal, the acting agent, the
 // generated todo id and the lease's write scopes from the head it was
