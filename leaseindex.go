@@ -171,7 +171,7 @@ func (s *Store) catchUpLeaseIndex(cur *leaseIndexAt, sn *gitstore.Snapshot, goal
 			next.Set(c.path, nil)
 			continue
 		}
-		data, err := sn.ReadBlob(c.blob)
+		data, err := sn.ReadBlobMax(c.blob, lease.MaxRecordSize)
 		if err != nil {
 			return nil, 0
 		}

@@ -434,7 +434,7 @@ func (s *Store) checkInitRef(in InitOptions) error {
 		// A store's tree has its root record; a code branch does not.
 		isStore := false
 		if sn, err := s.git.Snapshot(c.Hash); err == nil {
-			_, isStore, _ = sn.Read(lease.MetaPath)
+			_, isStore, _ = sn.HashOf(lease.MetaPath) // present; not read
 		}
 		if _, loopxMade := lease.ParseMessage(c.Message); !loopxMade && !isStore {
 			subject, _, _ := strings.Cut(c.Message, "\n")

@@ -23,12 +23,41 @@ import (
 // compare-and-swap decides again on the new head (gitstore). The report
 // says what happened in the contract's envelope.
 
-// files adapts a gitstore snapshot to lease.Files.
+// files adapts a gitstore snapshot to lease.Files. Records (.yaml) are
+// read with their size limit checked from the object's header, before
+// anything is inflated (lease.MaxRecordSize; a refusal is
+// corrupt_record naming the path); other files (boards) are not records.
 type files struct{ sn *gitstore.Snapshot }
 
-func (f files) Read(p string) ([]byte, bool, error) { return f.sn.Read(p) }
+// recordLimit is the most bytes read of the file at p (-1: no limit).
+func recordLimit(p string) int64 {
+	if strings.HasSuffix(p, ".yaml") {
+		return lease.MaxRecordSize
+	}
+	return -1
+}
+
+// recordErr turns a gitstore size refusal into the record's.
+func recordErr(path string, err error) error {
+	var tl *gitstore.TooLargeError
+	if errors.As(err, &tl) {
+		return lease.Oversize(path, tl.Size)
+	}
+	return err
+}
+
+func (f files) Read(p string) ([]byte, bool, error) {
+	data, ok, err := f.sn.ReadMax(p, recordLimit(p))
+	return data, ok, recordErr(p, err)
+}
 func (f files) Walk(dir string, fn func(string, []byte) error) error {
-	return f.sn.Walk(dir, fn)
+	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error {
+		data, err := f.sn.ReadBlobMax(h, recordLimit(p))
+		if err != nil {
+			return recordErr(p, err)
+		}
+		return fn(p, data)
+	})
 }
 func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
 	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
@@ -40,8 +69,12 @@ func (f files) HashOf(p string) (string, bool, error) {
 	}
 	return h.String(), true, nil
 }
+
+// ReadHash reads a record by its hash (lease reads only records so), with
+// the record size limit; a refusal names no path (lease names it).
 func (f files) ReadHash(hash string) ([]byte, error) {
-	return f.sn.ReadBlob(gitstore.ParseHash(hash))
+	data, err := f.sn.ReadBlobMax(gitstore.ParseHash(hash), lease.MaxRecordSize)
+	return data, recordErr("", err)
 }
 func (f files) List(dir string) ([]string, error) {
 	entries, err := f.sn.List(dir)
@@ -122,9 +155,9 @@ func (s *Store) Apply(call lease.Call) (*Result, error) {
 }
 
 // ApplyJSON decodes one request in the wire schema (contract section 7)
-// strictly and applies it.
+// strictly (at most 1 MiB: lease.DecodeWireRequest) and applies it.
 func (s *Store) ApplyJSON(data []byte) (*Result, error) {
-	call, err := lease.DecodeRequest(data)
+	call, err := lease.DecodeWireRequest(data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"errors"
@@ -114,9 +115,17 @@ func errObjectMissing(h Hash) error {
 
 // read returns the type and content of object h.
 func (db *objectDB) read(h Hash) (plumbing.ObjectType, []byte, error) {
+	return db.readMax(h, -1)
+}
+
+// readMax returns the type and content of object h, or a *TooLargeError
+// when its size (from its header: the loose object's, the packed object's
+// or its delta's) is over max, before its content is inflated. max < 0:
+// no limit.
+func (db *objectDB) readMax(h Hash, max int64) (plumbing.ObjectType, []byte, error) {
 	for attempt := 0; ; attempt++ {
-		t, data, err := db.readOnce(h)
-		if err == nil || attempt > 0 {
+		t, data, err := db.readOnce(h, max)
+		if err == nil || attempt > 0 || errors.Is(err, ErrTooLarge) {
 			return t, data, err
 		}
 		// A concurrent GC may have packed (and pruned) the loose object
@@ -125,19 +134,19 @@ func (db *objectDB) read(h Hash) (plumbing.ObjectType, []byte, error) {
 	}
 }
 
-func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
-	t, data, err := db.readLoose(h)
+func (db *objectDB) readOnce(h Hash, max int64) (plumbing.ObjectType, []byte, error) {
+	t, data, err := db.readLoose(h, max)
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return t, data, err
 	}
 	db.loadPacks()
 	for _, p := range db.packs {
-		if t, data, ok, err := p.get(h); ok {
+		if t, data, ok, err := p.get(h, max); ok {
 			return t, data, err
 		}
 	}
 	for _, p := range db.envPacks {
-		if t, data, ok, err := p.get(h); ok {
+		if t, data, ok, err := p.get(h, max); ok {
 			return t, data, err
 		}
 	}
@@ -149,9 +158,34 @@ func (db *objectDB) readOnce(h Hash) (plumbing.ObjectType, []byte, error) {
 		}
 		return 0, nil, fmt.Errorf("gitstore: object %s: %w", h, err)
 	}
+	if max >= 0 && obj.Size() > max {
+		return 0, nil, &TooLargeError{Hash: h, Size: obj.Size(), Max: max}
+	}
 	data, err = readEncoded(obj)
 	return obj.Type(), data, err
 }
+
+// ErrTooLarge is matched (errors.Is) by a *TooLargeError.
+var ErrTooLarge = errors.New("gitstore: object too large")
+
+// TooLargeError refuses an object bigger than a read allowed, found from
+// its header before its content was inflated.
+type TooLargeError struct {
+	Path string // the file read, when the read named one
+	Hash Hash
+	Size int64 // the object's size, or for a delta's base: the base's
+	Max  int64
+}
+
+func (e *TooLargeError) Error() string {
+	name := e.Path
+	if name == "" {
+		name = e.Hash.String()
+	}
+	return fmt.Sprintf("gitstore: %s is %d bytes, over the %d-byte limit of this read", name, e.Size, e.Max)
+}
+
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 func readEncoded(obj plumbing.EncodedObject) ([]byte, error) {
 	r, err := obj.Reader()
@@ -168,45 +202,70 @@ func readEncoded(obj plumbing.EncodedObject) ([]byte, error) {
 }
 
 // readLoose reads a loose object; the error wraps os.ErrNotExist if there
-// is none.
-func (db *objectDB) readLoose(h Hash) (plumbing.ObjectType, []byte, error) {
-	raw, err := os.ReadFile(db.loosePath(h))
+// is none. Its header is inflated first, and an object over max (max >= 0)
+// is refused (*TooLargeError) before the rest is: a 300 MB blob of zeros
+// costs the few hundred kilobytes of its compressed file's first blocks,
+// not 300 MB.
+func (db *objectDB) readLoose(h Hash, max int64) (plumbing.ObjectType, []byte, error) {
+	f, err := os.Open(db.loosePath(h))
 	for i := 0; errors.Is(err, os.ErrNotExist) && i < len(db.envDirs); i++ {
 		hex := h.String()
-		raw, err = os.ReadFile(filepath.Join(db.envDirs[i], hex[:2], hex[2:]))
+		f, err = os.Open(filepath.Join(db.envDirs[i], hex[:2], hex[2:]))
 	}
 	if err != nil {
 		return 0, nil, err
 	}
+	defer f.Close()
+	bad := func(why string) error { return fmt.Errorf("gitstore: loose object %s: %s", h, why) }
+	src := bufio.NewReaderSize(f, 4096)
 	if db.zr == nil {
-		db.zr, err = zlib.NewReader(bytes.NewReader(raw))
+		db.zr, err = zlib.NewReader(src)
 	} else {
-		err = db.zr.(zlib.Resetter).Reset(bytes.NewReader(raw), nil)
+		err = db.zr.(zlib.Resetter).Reset(src, nil)
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
 	}
-	full, err := io.ReadAll(db.zr)
-	if err != nil {
+	// "<type> <size>\x00" is at most 32 bytes; what follows it in hdr is
+	// the start of the content.
+	var hdr [32]byte
+	n, err := io.ReadFull(db.zr, hdr[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
 	}
-	nul := bytes.IndexByte(full, 0)
+	nul := bytes.IndexByte(hdr[:n], 0)
 	if nul < 0 {
-		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad header", h)
+		return 0, nil, bad("bad header")
 	}
-	typName, sizeStr, ok := bytes.Cut(full[:nul], []byte{' '})
+	typName, sizeStr, ok := bytes.Cut(hdr[:nul], []byte{' '})
 	if !ok {
-		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad header", h)
+		return 0, nil, bad("bad header")
 	}
 	t, err := plumbing.ParseObjectType(string(typName))
 	if err != nil {
 		return 0, nil, fmt.Errorf("gitstore: loose object %s: %w", h, err)
 	}
-	size, err := strconv.Atoi(string(sizeStr))
-	if err != nil || size != len(full)-nul-1 {
-		return 0, nil, fmt.Errorf("gitstore: loose object %s: bad size", h)
+	size, err := strconv.ParseInt(string(sizeStr), 10, 64)
+	if err != nil || size < 0 || size < int64(n-nul-1) {
+		return 0, nil, bad("bad size")
 	}
-	return t, full[nul+1:], nil
+	if max >= 0 && size > max {
+		return 0, nil, &TooLargeError{Hash: h, Size: size, Max: max}
+	}
+	if fi, err := f.Stat(); err == nil && size > fi.Size()*1100 { // zlib cannot expand more than ~1032×
+		return 0, nil, bad("bad size")
+	}
+	data := make([]byte, size)
+	copy(data, hdr[nul+1:n])
+	if _, err := io.ReadFull(db.zr, data[n-nul-1:]); err != nil {
+		return 0, nil, bad("bad size")
+	}
+	// Nothing may follow the content.
+	var one [1]byte
+	if m, err := db.zr.Read(one[:]); m > 0 || (err != nil && !errors.Is(err, io.EOF)) {
+		return 0, nil, bad("bad size")
+	}
+	return t, data, nil
 }
 
 // loadPacks opens the packs listed in the GC state file (once).

@@ -191,8 +191,10 @@ const (
 
 var errPackCorrupt = errors.New("corrupt pack")
 
-// get returns object h, or ok=false if the pack does not have it.
-func (p *packReader) get(h Hash) (t plumbing.ObjectType, data []byte, ok bool, err error) {
+// get returns object h, or ok=false if the pack does not have it. An
+// object over max (max >= 0) is refused with a *TooLargeError before it
+// is inflated (objectAt).
+func (p *packReader) get(h Hash, max int64) (t plumbing.ObjectType, data []byte, ok bool, err error) {
 	off := p.find(h)
 	if off < 0 {
 		return 0, nil, false, nil
@@ -200,15 +202,31 @@ func (p *packReader) get(h Hash) (t plumbing.ObjectType, data []byte, ok bool, e
 	if err := p.mapData(); err != nil {
 		return 0, nil, true, fmt.Errorf("gitstore: pack %s: %w", p.name, err)
 	}
-	t, data, err = p.objectAt(off)
+	t, data, err = p.objectAt(off, max)
+	if tl, ok := err.(*TooLargeError); ok {
+		tl.Hash = h
+		return 0, nil, true, tl
+	}
 	if err != nil {
 		return 0, nil, true, fmt.Errorf("gitstore: object %s in pack %s: %w", h, p.name, err)
 	}
 	return t, data, true, nil
 }
 
-// objectAt resolves the object at off, following its delta chain.
-func (p *packReader) objectAt(off int64) (plumbing.ObjectType, []byte, error) {
+// maxDeltaBase bounds the bases a delta of a limited read may be built on,
+// as a multiple of the read's limit: git makes a delta only against a base
+// at most 32 times the size of its result (pack-objects' try_delta), so a
+// record within the limit that git packed against an older version of
+// itself stays readable, while a small object built on a huge base (which
+// only a hand-made pack has) is refused before the base is inflated.
+const maxDeltaBase = 32
+
+// objectAt resolves the object at off, following its delta chain. With
+// max >= 0, the object's size is checked before anything is inflated:
+// a whole object's from its header, a delta's result from the delta's
+// own header (its first bytes, inflated alone); and every base of the
+// chain must be at most maxDeltaBase × max.
+func (p *packReader) objectAt(off int64, max int64) (plumbing.ObjectType, []byte, error) {
 	type link struct {
 		off  int64
 		size int64 // size of the delta data
@@ -222,6 +240,9 @@ func (p *packReader) objectAt(off int64) (plumbing.ObjectType, []byte, error) {
 			return 0, nil, fmt.Errorf("%w: delta chain too long", errPackCorrupt)
 		}
 		if t, d, ok := p.base.get(p.name, off); ok {
+			if max >= 0 && depth == 0 && int64(len(d)) > max {
+				return 0, nil, &TooLargeError{Size: int64(len(d)), Max: max}
+			}
 			baseType, base = t, d
 			if len(chain) == 0 {
 				base = bytes.Clone(d) // callers own what they get
@@ -232,10 +253,29 @@ func (p *packReader) objectAt(off int64) (plumbing.ObjectType, []byte, error) {
 		if err != nil {
 			return 0, nil, err
 		}
+		limit := max // of the object read; its bases have a looser one
+		if max >= 0 && depth > 0 {
+			limit = max * maxDeltaBase
+		}
 		if typ == packOFSDelta || typ == packREFDelta {
+			if max >= 0 {
+				baseSize, resultSize, err := p.deltaSizes(dataOff, size)
+				if err != nil {
+					return 0, nil, err
+				}
+				if resultSize > limit {
+					return 0, nil, &TooLargeError{Size: resultSize, Max: limit}
+				}
+				if baseSize > max*maxDeltaBase {
+					return 0, nil, &TooLargeError{Size: baseSize, Max: max * maxDeltaBase}
+				}
+			}
 			chain = append(chain, link{off: off, size: size, data: dataOff})
 			off = baseOff
 			continue
+		}
+		if max >= 0 && size > limit {
+			return 0, nil, &TooLargeError{Size: size, Max: limit}
 		}
 		data, err := p.inflate(dataOff, size)
 		if err != nil {
@@ -331,6 +371,47 @@ func (p *packReader) header(off int64) (typ int, size, dataOff, baseOff int64, e
 		}
 	}
 	return typ, size, off + int64(i), baseOff, nil
+}
+
+// deltaSizes reads the two sizes a delta starts with (its base's and its
+// result's), inflating only the first bytes of the delta at off (size:
+// the delta's inflated size).
+func (p *packReader) deltaSizes(off, size int64) (base, result int64, err error) {
+	var err2 error
+	src := bytes.NewReader(p.data[off : len(p.data)-20])
+	if p.zr == nil {
+		p.zr, err2 = zlib.NewReader(src)
+	} else {
+		err2 = p.zr.(zlib.Resetter).Reset(src, nil)
+	}
+	if err2 != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errPackCorrupt, err2)
+	}
+	var head [20]byte // two varints of at most 10 bytes
+	n, err2 := io.ReadFull(p.zr, head[:min(int64(len(head)), size)])
+	if err2 != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errPackCorrupt, err2)
+	}
+	b := head[:n]
+	varint := func() (int64, bool) {
+		var v int64
+		for shift := 0; len(b) > 0 && shift < 63; shift += 7 {
+			c := b[0]
+			b = b[1:]
+			v |= int64(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	var ok1, ok2 bool
+	base, ok1 = varint()
+	result, ok2 = varint()
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("%w: bad delta header", errPackCorrupt)
+	}
+	return base, result, nil
 }
 
 // inflate reads the zlib stream at off, which must inflate to size bytes.

@@ -3,6 +3,8 @@ package gitstore
 import (
 	"sort"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Snapshot is the content of the store at one commit. It is immutable and
@@ -52,11 +54,21 @@ func (sn *Snapshot) Time() time.Time { return sn.when }
 // Read returns the content of the file at path ("a/b/c.yaml"). ok is false
 // if there is no file there (missing, or a directory).
 func (sn *Snapshot) Read(path string) (data []byte, ok bool, err error) {
+	return sn.ReadMax(path, -1)
+}
+
+// ReadMax is Read refusing a file over max bytes (max < 0: no limit) with
+// a *TooLargeError naming the path, before its content is inflated (see
+// ReadBlobMax).
+func (sn *Snapshot) ReadMax(path string, max int64) (data []byte, ok bool, err error) {
 	if err := validatePath(path); err != nil {
 		return nil, false, err
 	}
 	if sn.mem != nil {
 		data, ok := sn.mem.files[path]
+		if ok && max >= 0 && int64(len(data)) > max {
+			return nil, false, &TooLargeError{Path: path, Hash: hashObject(plumbing.BlobObject, data), Size: int64(len(data)), Max: max}
+		}
 		return data, ok, nil
 	}
 	if sn.tree.IsZero() {
@@ -72,7 +84,10 @@ func (sn *Snapshot) Read(path string) (data []byte, ok bool, err error) {
 	if err != nil || !found || !e.isBlob() {
 		return nil, false, err
 	}
-	data, err = s.readBlob(e.hash)
+	data, err = s.readBlobMax(e.hash, max)
+	if tl, ok := err.(*TooLargeError); ok {
+		tl.Path = path
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -81,7 +96,13 @@ func (sn *Snapshot) Read(path string) (data []byte, ok bool, err error) {
 
 // readBlob returns the content of blob h. Callers hold s.mu.
 func (s *Store) readBlob(h Hash) ([]byte, error) {
-	_, data, err := s.odb.read(h)
+	return s.readBlobMax(h, -1)
+}
+
+// readBlobMax returns the content of blob h, refusing one over max bytes
+// (max >= 0) by its header. Callers hold s.mu.
+func (s *Store) readBlobMax(h Hash, max int64) ([]byte, error) {
+	_, data, err := s.odb.readMax(h, max)
 	return data, err
 }
 

@@ -67,8 +67,21 @@ func (sn *Snapshot) walkTreeHashes(prefix string, h Hash, fn func(path string, b
 
 // ReadBlob returns the content of blob h.
 func (sn *Snapshot) ReadBlob(h Hash) ([]byte, error) {
+	return sn.ReadBlobMax(h, -1)
+}
+
+// ReadBlobMax returns the content of blob h, or a *TooLargeError when it
+// is over max bytes (max < 0: no limit), found from the object's header
+// before its content is inflated (the object reader, objects.go): a huge
+// blob, in the repository or in a push's quarantine, costs neither its
+// size in memory nor the time to inflate it.
+func (sn *Snapshot) ReadBlobMax(h Hash, max int64) ([]byte, error) {
 	if sn.mem != nil {
-		return sn.mem.blob(h)
+		data, err := sn.mem.blob(h)
+		if err == nil && max >= 0 && int64(len(data)) > max {
+			return nil, &TooLargeError{Hash: h, Size: int64(len(data)), Max: max}
+		}
+		return data, err
 	}
 	s := sn.s
 	s.mu.Lock()
@@ -76,7 +89,7 @@ func (sn *Snapshot) ReadBlob(h Hash) ([]byte, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	return s.readBlob(h)
+	return s.readBlobMax(h, max)
 }
 
 // Side files are small files loopx keeps beside the store in the common git

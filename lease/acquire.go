@@ -29,7 +29,10 @@ package lease
 //     matches, since any matched path may be a folder (a literal "src"
 //     overlaps "src/a.go"; "a/*/c" overlaps "a/c"; "**/*.go" overlaps every
 //     scope), and a pattern it cannot analyse (unbalanced, escapes, more
-//     than 64 brace alternatives) overlaps everything.
+//     than 64 brace alternatives) overlaps everything. The analysis of one
+//     question (two scopes, or two leases' scope sets) has a fixed budget
+//     of steps (overlapSteps); past it the answer is "overlap" too, so a
+//     pair of scopes built to be slow costs milliseconds, not minutes.
 
 import (
 	"slices"
@@ -294,11 +297,14 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 	return out, nil
 }
 
-// anyOverlap reports whether a scope of held overlaps a scope of want.
+// anyOverlap reports whether a scope of held overlaps a scope of want. The
+// question has one budget (overlapSteps) for all its pairs: past it, the
+// answer is true.
 func anyOverlap(held, want []string) bool {
+	budget := &overlapBudget{left: overlapSteps}
 	for _, h := range held {
 		for _, w := range want {
-			if prefixesMeet(h, w) && ScopesOverlap(h, w) {
+			if prefixesMeet(h, w) && scopesOverlap(h, w, budget) {
 				return true
 			}
 		}
@@ -329,35 +335,95 @@ func literalPrefix(s string) string {
 // ScopesOverlap reports whether two write scopes (doublestar globs) may name
 // a common path. A scope also covers everything below what it matches, so a
 // literal directory overlaps the files in it. When a pattern cannot be
-// analysed the answer is true.
+// analysed, or the analysis would take more than its budget, the answer is
+// true.
 func ScopesOverlap(a, b string) bool {
-	if a == "" || b == "" {
-		return false
+	return scopesOverlap(a, b, &overlapBudget{left: overlapSteps})
+}
+
+// overlapSteps bounds the work of one overlap question (ScopesOverlap, or
+// anyOverlap's question about two scope sets): a step is one state of a
+// product search or one comparison of two segments. Patterns within the
+// request limits (64 alternatives, 256 bytes) stay far below it unless
+// they are built to be slow; such a pair (two 256-byte scopes of 64
+// alternatives with star-laden segments that never meet) takes a few
+// million steps to analyse exactly, and is reported as overlapping after
+// this many instead (a few milliseconds). The count is deterministic, so
+// re-deciding a request gives the same answer.
+const overlapSteps = 1 << 17
+
+// overlapBudget counts the steps left to an overlap question.
+type overlapBudget struct {
+	left int
+	// segs memoises segment intersections by their text: the
+	// alternatives of a scope share most of their segments.
+	segs map[[2]string]bool
+	// parsed holds the segments parsed so far, by their text, and
+	// expanded the scopes (nil: cannot be analysed).
+	parsed   map[string][]globTok
+	expanded map[string][][]globSeg
+	// The product searches' visited marks and stacks, reused (one per
+	// level: paths, and segments within a step of a path search).
+	levels [2]productScratch
+}
+
+type productScratch struct {
+	gen   uint32
+	seen  []uint32
+	stack [][2]int
+}
+
+// expand returns the brace alternatives of scope, each parsed into
+// segments with "/**" appended (a scope covers what is below it); ok is
+// false when the scope cannot be analysed (more than 64 alternatives,
+// unbalanced braces or classes, escapes). Scopes are expanded once per
+// question.
+func (b *overlapBudget) expand(scope string) ([][]globSeg, bool) {
+	if e, ok := b.expanded[scope]; ok {
+		return e, e != nil
+	}
+	if b.expanded == nil {
+		b.expanded = map[string][][]globSeg{}
 	}
 	const limit = 64
-	var as, bs []string
-	if !expandBraces(a, &as, limit) || !expandBraces(b, &bs, limit) {
-		return true
-	}
-	parse := func(ps []string) ([][]globSeg, bool) {
-		out := make([][]globSeg, 0, len(ps))
-		for _, p := range ps {
-			segs, ok := parseGlobPath(p + "/**")
+	var alts []string
+	var out [][]globSeg
+	if expandBraces(scope, &alts, limit) {
+		out = make([][]globSeg, 0, len(alts))
+		for _, p := range alts {
+			b.spend(len(p) / 8)
+			segs, ok := parseGlobPath(p+"/**", b)
 			if !ok {
-				return nil, false
+				out = nil
+				break
 			}
 			out = append(out, segs)
 		}
-		return out, true
 	}
-	pa, ok1 := parse(as)
-	pb, ok2 := parse(bs)
+	b.expanded[scope] = out
+	return out, out != nil
+}
+
+func (b *overlapBudget) spend(n int) bool {
+	b.left -= n
+	return b.left >= 0
+}
+
+func scopesOverlap(a, b string, budget *overlapBudget) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if budget.left < 0 {
+		return true
+	}
+	pa, ok1 := budget.expand(a)
+	pb, ok2 := budget.expand(b)
 	if !ok1 || !ok2 {
 		return true
 	}
 	for _, x := range pa {
 		for _, y := range pb {
-			if globPathsIntersect(x, y) {
+			if globPathsIntersect(x, y, budget) || budget.left < 0 {
 				return true
 			}
 		}
@@ -431,21 +497,28 @@ type globTok struct {
 // (zero or more segments).
 type globSeg struct {
 	star bool
+	text string
 	toks []globTok
 }
 
-func parseGlobPath(p string) ([]globSeg, bool) {
-	var out []globSeg
-	for _, s := range strings.Split(p, "/") {
+func parseGlobPath(p string, budget *overlapBudget) ([]globSeg, bool) {
+	out := make([]globSeg, 0, strings.Count(p, "/")+1)
+	for s := range strings.SplitSeq(p, "/") {
 		if s == "**" {
 			out = append(out, globSeg{star: true})
 			continue
 		}
-		toks, ok := parseGlobSegment(s)
+		toks, ok := budget.parsed[s]
 		if !ok {
-			return nil, false
+			if toks, ok = parseGlobSegment(s); !ok {
+				return nil, false
+			}
+			if budget.parsed == nil {
+				budget.parsed = map[string][]globTok{}
+			}
+			budget.parsed[s] = toks
 		}
-		out = append(out, globSeg{toks: toks})
+		out = append(out, globSeg{text: s, toks: toks})
 	}
 	return out, true
 }
@@ -541,18 +614,29 @@ func globCharsIntersect(a, b globTok) bool {
 // productNonEmpty searches the product of two patterns, each a sequence of n
 // (resp. m) elements where a star element may match zero or more items, for
 // a path from (0,0) to (n,m). step(i,j) says whether one item can be
-// consumed by element i of the first and j of the second pattern.
-func productNonEmpty(n, m int, starA func(int) bool, starB func(int) bool, step func(int, int) bool) bool {
-	seen := make([]bool, (n+1)*(m+1))
-	stack := make([][2]int, 0, 8)
+// consumed by element i of the first and j of the second pattern. Each
+// state visited spends one step of budget; with none left the answer is
+// true (the caller reports an overlap).
+func productNonEmpty(level, n, m int, starA func(int) bool, starB func(int) bool, step func(int, int) bool, budget *overlapBudget) bool {
+	sc := &budget.levels[level]
+	if size := (n + 1) * (m + 1); len(sc.seen) < size {
+		sc.seen = make([]uint32, size)
+		sc.gen = 0
+	}
+	sc.gen++
+	seen, gen, stack := sc.seen, sc.gen, sc.stack[:0]
+	defer func() { sc.stack = stack[:0] }()
 	push := func(i, j int) {
-		if k := i*(m+1) + j; !seen[k] {
-			seen[k] = true
+		if k := i*(m+1) + j; seen[k] != gen {
+			seen[k] = gen
 			stack = append(stack, [2]int{i, j})
 		}
 	}
 	push(0, 0)
 	for len(stack) > 0 {
+		if !budget.spend(1) {
+			return true
+		}
 		i, j := stack[len(stack)-1][0], stack[len(stack)-1][1]
 		stack = stack[:len(stack)-1]
 		if i == n && j == m {
@@ -579,18 +663,30 @@ func productNonEmpty(n, m int, starA func(int) bool, starB func(int) bool, step 
 	return false
 }
 
-func globSegmentsIntersect(a, b []globTok) bool {
-	return productNonEmpty(len(a), len(b),
-		func(i int) bool { return a[i].kind == '*' },
-		func(j int) bool { return b[j].kind == '*' },
-		func(i, j int) bool { return globCharsIntersect(a[i], b[j]) })
+func globSegmentsIntersect(a, b globSeg, budget *overlapBudget) bool {
+	key := [2]string{a.text, b.text}
+	if r, ok := budget.segs[key]; ok {
+		budget.spend(1)
+		return r
+	}
+	r := productNonEmpty(1, len(a.toks), len(b.toks),
+		func(i int) bool { return a.toks[i].kind == '*' },
+		func(j int) bool { return b.toks[j].kind == '*' },
+		func(i, j int) bool { return globCharsIntersect(a.toks[i], b.toks[j]) }, budget)
+	if budget.left >= 0 {
+		if budget.segs == nil {
+			budget.segs = map[[2]string]bool{}
+		}
+		budget.segs[key] = r
+	}
+	return r
 }
 
-func globPathsIntersect(a, b []globSeg) bool {
-	return productNonEmpty(len(a), len(b),
+func globPathsIntersect(a, b []globSeg, budget *overlapBudget) bool {
+	return productNonEmpty(0, len(a), len(b),
 		func(i int) bool { return a[i].star },
 		func(j int) bool { return b[j].star },
 		func(i, j int) bool {
-			return a[i].star || b[j].star || globSegmentsIntersect(a[i].toks, b[j].toks)
-		})
+			return a[i].star || b[j].star || globSegmentsIntersect(a[i], b[j], budget)
+		}, budget)
 }

@@ -75,6 +75,17 @@ func TestAcquireAdmission(t *testing.T) {
 		{name: "absolute scope", req: AcquireRequest{WriteScopes: []string{"/etc/**"}}, code: CodeInvalidWriteScope},
 		{name: "dotdot scope", req: AcquireRequest{WriteScopes: []string{"src/../x"}}, code: CodeInvalidWriteScope},
 		{name: "bad glob scope", req: AcquireRequest{WriteScopes: []string{"src/[a"}}, code: CodeInvalidWriteScope},
+		// bounded input: at most 64 scopes of at most 256 bytes, of a shape
+		// matched and compared in bounded time (glob.go)
+		{name: "65 scopes", req: AcquireRequest{WriteScopes: manyScopes(65)}, code: CodeInvalidWriteScope},
+		{name: "64 scopes", req: AcquireRequest{WriteScopes: manyScopes(64)}, check: func(t *testing.T, f *tlFix, o *Outcome, _ *Error) {
+			if l := f.lease("todo_aaa"); len(l.WriteScopes) != 64 {
+				t.Fatalf("scopes %d", len(l.WriteScopes))
+			}
+		}},
+		{name: "257-byte scope", req: AcquireRequest{WriteScopes: []string{strings.Repeat("a", 257)}}, code: CodeInvalidWriteScope},
+		{name: "exponential scope", req: AcquireRequest{WriteScopes: []string{"**/" + strings.Repeat("{?,}", 30) + "q"}}, code: CodeInvalidWriteScope},
+		{name: "class matching slash", req: AcquireRequest{WriteScopes: []string{"src/[!_]*.go"}}, code: CodeInvalidWriteScope},
 		// store, goal, todo
 		{name: "store not initialized", setup: func(f *tlFix) { f.files = MemFiles{} }, code: CodeStoreNotInitialized},
 		{name: "goal not found", req: AcquireRequest{Goal: "other"}, code: CodeGoalNotFound},
@@ -515,6 +526,15 @@ func TestScopesOverlapSound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// manyScopes returns n distinct valid scopes.
+func manyScopes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("pkg%03d/**", i)
+	}
+	return out
 }
 
 func lastSlash(s string) int {

@@ -54,8 +54,9 @@ const cacheMagic = "loopx record cache\n"
 // would take records from, loads empty). 6: receipts keep an
 // expected_version of 0 (Receipt.GobEncode). 7: a saved cache holds only
 // records of the store's head (Keep); caches of 6 could hold every version
-// a long-lived process saw.
-const cacheFormat = 7
+// a long-lived process saw. 8: a todo or lease holding more than 64 write
+// scopes is invalid (records.go checkScopeList).
+const cacheFormat = 8
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.

@@ -67,12 +67,44 @@ func isOwnOversize(b []byte) bool {
 // 0.8 s and 280 MB), so it is refused as corrupt before any decoding.
 const MaxRecordSize = 1 << 20
 
+// OversizeError is a record refused for its size: by Decode, or by a
+// Files implementation before reading it at all (gitstore reads the size
+// from the object's header and inflates nothing more: a 300 MB record
+// costs neither 300 MB nor the time to inflate them). A Files
+// implementation returns Oversize(path, size) from Read and Walk, and from
+// ReadHash (which knows no path) an *OversizeError that the View names.
+type OversizeError struct {
+	Size int64
+}
+
+func (e *OversizeError) Error() string {
+	return fmt.Sprintf("record is %d bytes, over the %d-byte (1 MiB) limit", e.Size, MaxRecordSize)
+}
+
+// Oversize is the refusal of the record at path of size bytes: corrupt_record
+// naming the path, or with no path an *OversizeError (see atPath).
+func Oversize(path string, size int64) error {
+	if path == "" {
+		return &OversizeError{Size: size}
+	}
+	return Corrupt(path, &OversizeError{Size: size})
+}
+
+// atPath gives an oversize refusal from Files.ReadHash the path of the
+// record that was read: corrupt_record naming it. Other errors are kept.
+func atPath(p string, err error) error {
+	if _, ok := err.(*OversizeError); ok {
+		return Corrupt(p, err)
+	}
+	return err
+}
+
 // Decode strictly decodes one YAML document into r and validates it: a
 // record over MaxRecordSize, unknown fields, wrong types, trailing
 // documents and invalid values are errors.
 func Decode(data []byte, r record) error {
 	if len(data) > MaxRecordSize && !isOwnOversize(data) {
-		return fmt.Errorf("record is %d bytes, over the %d-byte (1 MiB) limit", len(data), MaxRecordSize)
+		return &OversizeError{Size: int64(len(data))}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -10,9 +10,10 @@ package lease
 //     because a working tree is shared by all goals of its store.
 //   - Only effective leases block (LeaseEffective): expired, released,
 //     unregistered, excluded and claim-conflicting holders never do.
-//   - A scope covers the paths it matches (doublestar.Match) and everything
-//     below them, the same reading ScopesOverlap uses: "src/**", "src/*" and
-//     a literal "src" all cover "src/a.go".
+//   - A scope covers the paths it matches (doublestar.Match's reading,
+//     decided in linear time by glob.go) and everything below them, the
+//     same reading ScopesOverlap uses: "src/**", "src/*" and a literal
+//     "src" all cover "src/a.go".
 //   - An agent's own lease passes: a path covered by an effective lease whose
 //     owner is the checking agent (in any goal) is allowed, even when another
 //     agent's effective lease also covers it. Two effective leases only share
@@ -28,8 +29,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // GuardViolation is one path inside a write scope of another agent's
@@ -45,16 +44,14 @@ type GuardViolation struct {
 
 // ScopeCovers reports whether write scope covers the repository path p
 // (slash-separated, relative to the top of the working tree): p matches the
-// scope, or lies below something that does.
+// scope, or lies below something that does (p matches scope + "/**"), as
+// doublestar.Match reads them. It costs O(len(scope) × len(p)) whatever
+// the scope (glob.go).
 func ScopeCovers(scope, p string) bool {
 	if scope == "" || p == "" {
 		return false
 	}
-	if ok, err := doublestar.Match(scope, p); err == nil && ok {
-		return true
-	}
-	ok, err := doublestar.Match(scope+"/**", p)
-	return err == nil && ok
+	return compiledScope(scope).covers(p)
 }
 
 // GuardGoals returns the goals whose lease folder holds any record, sorted,

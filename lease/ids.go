@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -136,25 +137,80 @@ func CheckTTL(seconds int64) error {
 	return nil
 }
 
-// ValidScope reports whether s is a relative path glob: non-empty, no leading
-// '/', no '..' or '.' component, no backslash or NUL, and a valid doublestar pattern.
-func ValidScope(s string) bool {
-	if s == "" || len(s) > 256 || strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\\\x00") {
-		return false
+// Limits on write scopes (contract section 8, bounded input).
+const (
+	// MaxScopes is the most write scopes one lease or todo holds.
+	MaxScopes = 64
+	// MaxScopeBytes is the longest write scope.
+	MaxScopeBytes = 256
+	// MaxScopeAlternatives bounds the brace alternatives of a scope,
+	// counted as the paths its braces spell ("{a,b}/{c,d}" is 4): the
+	// overlap check between two scopes compares them pairwise.
+	MaxScopeAlternatives = 64
+)
+
+// ValidScope reports whether s is a write scope loopx accepts in a request:
+// a relative path glob of at most 256 bytes (no leading '/', no empty, "."
+// or ".." component, no backslash or NUL, a pattern doublestar accepts),
+// and moreover one whose meaning is plain (see checkScopeShape): at most 64
+// brace alternatives, no alternative that leaves an empty path segment
+// (a '/' at either end, or two in a row), and no character class that can
+// match '/'.
+func ValidScope(s string) bool { return scopeProblem(s) == "" }
+
+// validRecordScope is what a record on the ref may hold: the syntax of a
+// relative path glob of at most 256 bytes, without the shape rules a
+// request must also meet. Scopes recorded by an older loopx keep working
+// (the matcher decides any of them in linear time, ScopesOverlap treats
+// what it cannot analyse as overlapping); only new requests are held to
+// the stricter rules (docs/DECISIONS.md).
+func validRecordScope(s string) bool {
+	_, ok := scopeSyntax(s)
+	return ok
+}
+
+// scopeSyntax checks the syntax rules of a scope and compiles it.
+func scopeSyntax(s string) (*globMatcher, bool) {
+	if s == "" || len(s) > MaxScopeBytes || strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\\\x00") {
+		return nil, false
 	}
 	for _, part := range strings.Split(s, "/") {
 		if part == "" || part == "." || part == ".." {
-			return false
+			return nil, false
 		}
 	}
-	return doublestar.ValidatePattern(s)
+	if !doublestar.ValidatePattern(s) {
+		return nil, false
+	}
+	return compileGlob(s)
 }
 
-// CheckScopes returns invalid_write_scope for the first bad scope.
+// scopeProblem says why s is not a scope a request may name ("" when it
+// is one).
+func scopeProblem(s string) string {
+	if len(s) > MaxScopeBytes {
+		return fmt.Sprintf("longer than %d bytes", MaxScopeBytes)
+	}
+	g, ok := scopeSyntax(s)
+	if !ok {
+		return "want a relative path glob without '..'"
+	}
+	return g.shapeProblem()
+}
+
+// CheckScopes returns invalid_write_scope for more than MaxScopes scopes or
+// the first bad scope, naming it (details scope).
 func CheckScopes(scopes []string) error {
+	if len(scopes) > MaxScopes {
+		return Errorf(CodeInvalidWriteScope, "%d write scopes: at most %d are allowed", len(scopes), MaxScopes).With("scopes", len(scopes))
+	}
 	for _, s := range scopes {
-		if !ValidScope(s) {
-			return Errorf(CodeInvalidWriteScope, "invalid write scope %q: want a relative path glob without '..'", s).With("scope", s)
+		if why := scopeProblem(s); why != "" {
+			shown := s
+			if len(shown) > MaxScopeBytes {
+				shown = shown[:MaxScopeBytes] + "..."
+			}
+			return Errorf(CodeInvalidWriteScope, "invalid write scope %q: %s", shown, why).With("scope", shown)
 		}
 	}
 	return nil

@@ -10,9 +10,11 @@ package lease
 // A request travels as one JSON object: its fields (the request type's JSON
 // tags) and "schema", the schema id with its version
 // ("loopx.task-lease.acquire/v1"). Decoding is strict (DecodeRequest):
-// unknown or misspelt fields (exact case), unknown schema ids or versions,
-// wrong types and trailing data are invalid_request naming the field, never
-// dropped. The canonical form (Call.Encode) has sorted keys, omits empty
+// invalid UTF-8, a key given twice, data after the object, unknown or
+// misspelt fields (exact case), unknown schema ids or versions and wrong
+// types are invalid_request naming the field, never dropped (a wrong type
+// in an identifier, TTL or scope field is that field's code, FieldCode).
+// The wire (`loopx apply`, the MCP tools) takes at most MaxRequestSize. The canonical form (Call.Encode) has sorted keys, omits empty
 // fields and leaves no default implicit: it is recorded after the
 // operation's resolver has filled in the goal, the acting agent, the
 // generated todo id and the lease's write scopes from the head it was
@@ -28,11 +30,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Operation names (the Loopx-Operation trailer and the JSON "operation").
@@ -349,14 +353,43 @@ func canonicalObject(m map[string]json.RawMessage) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MaxRequestSize is the largest request `loopx apply` and the MCP tools
+// read: 1 MiB (contract section 8). It is a limit of the wire: requests
+// recorded on state commits are decoded whatever their size (a todo text
+// that fits a record may take more bytes once escaped in JSON).
+const MaxRequestSize = 1 << 20
+
+// DecodeWireRequest decodes a request received on the wire (`loopx apply`,
+// the MCP tools): at most MaxRequestSize bytes, then as DecodeRequest.
+func DecodeWireRequest(data []byte) (Call, error) {
+	if err := CheckRequestSize(len(data)); err != nil {
+		return Call{}, err
+	}
+	return DecodeRequest(data)
+}
+
+// CheckRequestSize refuses a request of n bytes over MaxRequestSize
+// (invalid_request).
+func CheckRequestSize(n int) error {
+	if n > MaxRequestSize {
+		return Errorf(CodeInvalidRequest, "the request is over the %d-byte (1 MiB) limit of a request", MaxRequestSize).With("limit", MaxRequestSize)
+	}
+	return nil
+}
+
 // DecodeRequest decodes one request in the wire schema, strictly, with the
 // schemas of this build.
 func DecodeRequest(data []byte) (Call, error) { return DefaultRegistry.Decode(data) }
 
-// Decode decodes one request strictly: the schema must be one r knows, every
-// field must be one of its schema (exact spelling), of the right type, and
-// nothing may follow the object.
+// Decode decodes one request strictly: valid UTF-8, one JSON object and
+// nothing after it, no key twice in any object (CheckStrictJSON); the
+// schema must be one r knows, every field must be one of its schema (exact
+// spelling) and of the right type (a wrong type of an identifier, TTL or
+// scope field is that field's own code, FieldCode).
 func (r *Registry) Decode(data []byte) (Call, error) {
+	if err := CheckStrictJSON(data); err != nil {
+		return Call{}, requestError("", "the request is not one JSON object: %v", err)
+	}
 	var top map[string]json.RawMessage
 	if err := decodeOne(data, &top); err != nil {
 		return Call{}, requestError("", "the request is not one JSON object: %v", err)
@@ -385,6 +418,129 @@ func (r *Registry) Decode(data []byte) (Call, error) {
 		op.fixed(req.Interface())
 	}
 	return Call{Op: op, Req: req.Interface()}, nil
+}
+
+// CheckStrictJSON checks what encoding/json lets through: data must be
+// valid UTF-8, exactly one JSON value with nothing but white space after
+// it, and no object in it may hold a key twice (after unescaping: "a" and
+// "\u0061" are the same key). encoding/json would keep the last of two
+// keys, read only the first value of a stream, and replace invalid bytes;
+// a request is refused instead, so that what is decided is exactly what
+// was sent.
+func CheckStrictJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		return errors.New("it is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []frame
+	done := false // the top-level value is complete
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			if !done {
+				return errors.New("it ends before its value does")
+			}
+			return nil
+		}
+		if done {
+			return errors.New("data after the JSON object")
+		}
+		if err != nil {
+			return err
+		}
+		// A value ends when it is a scalar, or a container's closing
+		// delimiter; then the enclosing object wants a key again.
+		valueEnds := true
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, frame{keys: map[string]bool{}, wantKey: true})
+				valueEnds = false
+			case '[':
+				stack = append(stack, frame{})
+				valueEnds = false
+			default: // '}' or ']'
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
+				if stack[n-1].keys[t] {
+					return fmt.Errorf("the key %q appears twice in one object", t)
+				}
+				stack[n-1].keys[t] = true
+				stack[n-1].wantKey = false
+				valueEnds = false
+			}
+		}
+		if valueEnds {
+			if n := len(stack); n > 0 {
+				if stack[n-1].keys != nil {
+					stack[n-1].wantKey = true
+				}
+			} else {
+				done = true
+			}
+		}
+	}
+}
+
+// FieldCode is the code of a request field given a value of the wrong
+// type: the identifier's own code for identifier fields (goal ids, todo
+// ids, agent ids, execution keys), TTLs and write scopes, as a value of
+// the right type but malformed gets; invalid_request for the others. name
+// is the field's wire name (the last element of a nested one); t the
+// request type it belongs to (nil: judge by the name alone).
+func FieldCode(t reflect.Type, name string) Code {
+	if c, ok := fieldCodeOverrides[fieldKey{t, name}]; ok {
+		return c
+	}
+	if c, ok := fieldCodes[name]; ok {
+		return c
+	}
+	return CodeInvalidRequest
+}
+
+type fieldKey struct {
+	t    reflect.Type
+	name string
+}
+
+// fieldCodes maps the wire names of identifier, TTL and scope fields to
+// their codes.
+var fieldCodes = map[string]Code{
+	"goal_id":                    CodeInvalidGoalID,
+	"todo_id":                    CodeInvalidTodoID,
+	"depends_on":                 CodeInvalidTodoID,
+	"agent_id":                   CodeInvalidAgentID,
+	"owner":                      CodeInvalidAgentID,
+	"new_owner":                  CodeInvalidAgentID,
+	"claimed_by":                 CodeInvalidAgentID,
+	"scope_agent_id":             CodeInvalidAgentID,
+	"by_agent_id":                CodeInvalidAgentID,
+	"bound_agent":                CodeInvalidAgentID,
+	"excluded_agents":            CodeInvalidAgentID,
+	"exclude_agents":             CodeInvalidAgentID,
+	"admin_id":                   CodeInvalidAgentID,
+	"by":                         CodeInvalidAgentID,
+	"idempotency_key":            CodeInvalidIdempotencyKey,
+	"new_idempotency_key":        CodeInvalidIdempotencyKey,
+	"task_lease_idempotency_key": CodeInvalidIdempotencyKey,
+	"ttl_seconds":                CodeInvalidTTL,
+	"claim_ttl_minutes":          CodeInvalidTTL,
+	"write_scopes":               CodeInvalidWriteScope,
+	"required_write_scopes":      CodeInvalidWriteScope,
+}
+
+// fieldCodeOverrides are fields whose name means something else in one
+// request: supersede's "by" names the replacing todo.
+var fieldCodeOverrides = map[fieldKey]Code{
+	{reflect.TypeFor[SupersedeRequest](), "by"}: CodeInvalidTodoID,
 }
 
 func (r *Registry) schemas() []string {
@@ -451,7 +607,7 @@ func decodeStrict(obj map[string]json.RawMessage, ptr reflect.Value, prefix stri
 			continue
 		}
 		if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
-			return requestError(prefix+k, "field %q must be %s", prefix+k, typeWord(sub))
+			return Errorf(FieldCode(st.Type(), k), "field %q must be %s", prefix+k, typeWord(sub)).With("field", prefix+k)
 		}
 	}
 	return nil

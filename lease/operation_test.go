@@ -1,9 +1,12 @@
 package lease
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestOperationTableIsComplete(t *testing.T) {
@@ -66,24 +69,56 @@ func TestCallOf(t *testing.T) {
 func TestDecodeRequestStrict(t *testing.T) {
 	for _, tc := range []struct {
 		name, in   string
-		field, msg string // "" field: decodes
+		field, msg string // "" msg: decodes
+		code       Code   // default invalid_request
 	}{
-		{"ok", `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","owner":"a","idempotency_key":"k","ttl_seconds":60}`, "", ""},
-		{"nested proof", `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","expected_version":3}}`, "", ""},
-		{"unknown field", `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","bogus":1}`, "bogus", "unknown field"},
-		{"wrong case", `{"schema":"loopx.task-lease.acquire/v1","TODO_ID":"todo_abc"}`, "TODO_ID", "unknown field"},
-		{"go name", `{"schema":"loopx.task-lease.acquire/v1","Todo":"todo_abc"}`, "Todo", "unknown field"},
-		{"unknown nested", `{"schema":"loopx.todo.complete/v1","task_lease":{"idempotency_key":"k","epoch":1}}`, "task_lease.epoch", "unknown field"},
-		{"wrong type", `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":"60"}`, "ttl_seconds", "must be an integer"},
-		{"wrong list", `{"schema":"loopx.task-lease.acquire/v1","write_scopes":"src/**"}`, "write_scopes", "must be a list"},
-		{"fraction", `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":1.5}`, "ttl_seconds", "integer"},
-		{"not object", `[1]`, "", "not one JSON object"},
-		{"trailing", `{"schema":"loopx.todo.add/v1","text":"x"} {}`, "", "not one JSON object"},
-		{"no schema", `{"text":"x"}`, "schema", "names no schema"},
-		{"schema type", `{"schema":1}`, "schema", "must be a string"},
-		{"unknown version", `{"schema":"loopx.todo.add/v2","text":"x"}`, "schema", "unknown request schema"},
-		{"unknown schema", `{"schema":"loopx.todo.frobnicate/v1"}`, "schema", "unknown request schema"},
-		{"claim flag not on the wire", `{"schema":"loopx.task-lease.transfer/v1","transfer_claim":true}`, "transfer_claim", "unknown field"},
+		{name: "ok", in: `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","owner":"a","idempotency_key":"k","ttl_seconds":60}`},
+		{name: "nested proof", in: `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","expected_version":3}}`},
+		{name: "trailing white space", in: "{\"schema\":\"loopx.todo.add/v1\",\"text\":\"x\"} \n\t"},
+		{name: "escaped text", in: `{"schema":"loopx.todo.add/v1","text":"caf\u00e9 \"x\""}`},
+		{name: "unknown field", in: `{"schema":"loopx.task-lease.acquire/v1","todo_id":"todo_abc","bogus":1}`, field: "bogus", msg: "unknown field"},
+		{name: "wrong case", in: `{"schema":"loopx.task-lease.acquire/v1","TODO_ID":"todo_abc"}`, field: "TODO_ID", msg: "unknown field"},
+		{name: "go name", in: `{"schema":"loopx.task-lease.acquire/v1","Todo":"todo_abc"}`, field: "Todo", msg: "unknown field"},
+		{name: "unknown nested", in: `{"schema":"loopx.todo.complete/v1","task_lease":{"idempotency_key":"k","epoch":1}}`, field: "task_lease.epoch", msg: "unknown field"},
+		{name: "wrong type", in: `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":"60"}`, field: "ttl_seconds", msg: "must be an integer", code: CodeInvalidTTL},
+		{name: "wrong list", in: `{"schema":"loopx.task-lease.acquire/v1","write_scopes":"src/**"}`, field: "write_scopes", msg: "must be a list", code: CodeInvalidWriteScope},
+		{name: "fraction", in: `{"schema":"loopx.task-lease.acquire/v1","ttl_seconds":1.5}`, field: "ttl_seconds", msg: "integer", code: CodeInvalidTTL},
+		{name: "not object", in: `[1]`, msg: "not one JSON object"},
+		{name: "trailing object", in: `{"schema":"loopx.todo.add/v1","text":"x"} {}`, msg: "data after the JSON object"},
+		{name: "trailing garbage", in: `{"schema":"loopx.todo.add/v1","text":"x"}garbage`, msg: "data after the JSON object"},
+		{name: "trailing bracket", in: `{"schema":"loopx.todo.add/v1","text":"x"}}`, msg: "data after the JSON object"},
+		{name: "truncated", in: `{"schema":"loopx.todo.add/v1","text":"x"`, msg: "not one JSON object"},
+		{name: "duplicate key", in: `{"schema":"loopx.todo.add/v1","text":"x","text":"y"}`, msg: `the key "text" appears twice`},
+		{name: "duplicate key escaped", in: `{"schema":"loopx.todo.add/v1","text":"x","t\u0065xt":"y"}`, msg: `the key "text" appears twice`},
+		{name: "duplicate schema", in: `{"schema":"loopx.todo.add/v1","schema":"loopx.todo.add/v1","text":"x"}`, msg: `the key "schema" appears twice`},
+		{name: "duplicate nested key", in: `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","idempotency_key":"j","expected_version":3}}`, msg: `the key "idempotency_key" appears twice`},
+		{name: "same key in two objects", in: `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","expected_version":3},"note":"todo_id"}`},
+		{name: "invalid utf-8", in: "{\"schema\":\"loopx.todo.add/v1\",\"text\":\"caf\xe9\"}", msg: "not valid UTF-8"},
+		{name: "no schema", in: `{"text":"x"}`, field: "schema", msg: "names no schema"},
+		{name: "schema type", in: `{"schema":1}`, field: "schema", msg: "must be a string"},
+		{name: "unknown version", in: `{"schema":"loopx.todo.add/v2","text":"x"}`, field: "schema", msg: "unknown request schema"},
+		{name: "unknown schema", in: `{"schema":"loopx.todo.frobnicate/v1"}`, field: "schema", msg: "unknown request schema"},
+		{name: "claim flag not on the wire", in: `{"schema":"loopx.task-lease.transfer/v1","transfer_claim":true}`, field: "transfer_claim", msg: "unknown field"},
+		// A value of the wrong type in an identifier, TTL or scope field
+		// gets that field's code, as a malformed value of the right type.
+		{name: "goal id type", in: `{"schema":"loopx.todo.add/v1","goal_id":7,"text":"x"}`, field: "goal_id", msg: "must be a string", code: CodeInvalidGoalID},
+		{name: "todo id type", in: `{"schema":"loopx.todo.add/v1","todo_id":["todo_abc"],"text":"x"}`, field: "todo_id", msg: "must be a string", code: CodeInvalidTodoID},
+		{name: "dependency type", in: `{"schema":"loopx.todo.add/v1","depends_on":["todo_abc",1],"text":"x"}`, field: "depends_on", code: CodeInvalidTodoID, msg: "list of strings"},
+		{name: "owner type", in: `{"schema":"loopx.task-lease.acquire/v1","owner":true}`, field: "owner", msg: "must be a string", code: CodeInvalidAgentID},
+		{name: "new owner type", in: `{"schema":"loopx.task-lease.transfer/v1","new_owner":{}}`, field: "new_owner", msg: "must be a string", code: CodeInvalidAgentID},
+		{name: "agent id type", in: `{"schema":"loopx.todo.claim/v1","agent_id":1}`, field: "agent_id", msg: "must be a string", code: CodeInvalidAgentID},
+		{name: "claimed by type", in: `{"schema":"loopx.todo.claim/v1","claimed_by":1}`, field: "claimed_by", msg: "must be a string", code: CodeInvalidAgentID},
+		{name: "excluded agents type", in: `{"schema":"loopx.todo.add/v1","excluded_agents":"a","text":"x"}`, field: "excluded_agents", msg: "list", code: CodeInvalidAgentID},
+		{name: "supersede by is a todo", in: `{"schema":"loopx.todo.supersede/v1","by":1}`, field: "by", msg: "must be a string", code: CodeInvalidTodoID},
+		{name: "key type", in: `{"schema":"loopx.task-lease.acquire/v1","idempotency_key":1}`, field: "idempotency_key", msg: "must be a string", code: CodeInvalidIdempotencyKey},
+		{name: "new key type", in: `{"schema":"loopx.task-lease.transfer/v1","new_idempotency_key":1}`, field: "new_idempotency_key", msg: "must be a string", code: CodeInvalidIdempotencyKey},
+		{name: "claim lease key type", in: `{"schema":"loopx.todo.claim/v1","task_lease_idempotency_key":1}`, field: "task_lease_idempotency_key", msg: "must be a string", code: CodeInvalidIdempotencyKey},
+		{name: "nested key type", in: `{"schema":"loopx.todo.complete/v1","task_lease":{"idempotency_key":1,"expected_version":3}}`, field: "task_lease.idempotency_key", msg: "must be a string", code: CodeInvalidIdempotencyKey},
+		{name: "nested version type", in: `{"schema":"loopx.todo.complete/v1","task_lease":{"idempotency_key":"k","expected_version":"3"}}`, field: "task_lease.expected_version", msg: "must be an integer"},
+		{name: "claim ttl type", in: `{"schema":"loopx.todo.claim/v1","claim_ttl_minutes":"5"}`, field: "claim_ttl_minutes", msg: "must be an integer", code: CodeInvalidTTL},
+		{name: "ttl overflow", in: `{"schema":"loopx.task-lease.renew/v1","ttl_seconds":1e30}`, field: "ttl_seconds", msg: "must be an integer", code: CodeInvalidTTL},
+		{name: "required scope type", in: `{"schema":"loopx.todo.add/v1","required_write_scopes":[1],"text":"x"}`, field: "required_write_scopes", msg: "list of strings", code: CodeInvalidWriteScope},
+		{name: "text type", in: `{"schema":"loopx.todo.add/v1","text":1}`, field: "text", msg: "must be a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := DecodeRequest([]byte(tc.in))
@@ -93,15 +128,112 @@ func TestDecodeRequestStrict(t *testing.T) {
 				}
 				return
 			}
+			code := tc.code
+			if code == "" {
+				code = CodeInvalidRequest
+			}
 			e, ok := AsError(err)
-			if !ok || e.Code != CodeInvalidRequest || !strings.Contains(e.Message, tc.msg) {
-				t.Fatalf("decode = %+v (%v), want invalid_request %q", c, err, tc.msg)
+			if !ok || e.Code != code || !strings.Contains(e.Message, tc.msg) {
+				t.Fatalf("decode = %+v (%v), want %s %q", c, err, code, tc.msg)
 			}
 			if got, _ := e.Details["field"].(string); got != tc.field {
 				t.Errorf("field = %q, want %q", got, tc.field)
 			}
 		})
 	}
+}
+
+// TestDecodeWireRequestSize: the wire takes requests of up to 1 MiB.
+func TestDecodeWireRequestSize(t *testing.T) {
+	req := func(n int) []byte {
+		head := `{"schema":"loopx.todo.add/v1","text":"`
+		return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
+	}
+	if _, err := DecodeWireRequest(req(MaxRequestSize)); err != nil {
+		t.Fatalf("a request of exactly 1 MiB: %v", err)
+	}
+	_, err := DecodeWireRequest(req(MaxRequestSize + 1))
+	if e, ok := AsError(err); !ok || e.Code != CodeInvalidRequest || !strings.Contains(e.Message, "1 MiB") {
+		t.Fatalf("a request over 1 MiB: %v", err)
+	}
+	// Recorded requests (DecodeRequest) have no size limit.
+	if _, err := DecodeRequest(req(MaxRequestSize + 1)); err != nil {
+		t.Fatalf("DecodeRequest of a big request: %v", err)
+	}
+}
+
+// FuzzCheckStrictJSON: what CheckStrictJSON accepts is one JSON value that
+// encoding/json reads whole, and re-encoding it keeps every key.
+func FuzzCheckStrictJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[{"a":1},{"a":1}]`, `{} x`, "{\"a\":\"\xff\"}", `{"a":[1,{"a":2}],"b":"a"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if CheckStrictJSON(data) != nil {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", data, err)
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("accepted invalid UTF-8 %q", data)
+		}
+		if n, m := countKeys(data), countKeysOf(v); n != m {
+			t.Fatalf("accepted %q: %d keys in the text, %d once decoded (a duplicate)", data, n, m)
+		}
+	})
+}
+
+// countKeys counts the object keys of a JSON text by its tokens.
+func countKeys(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	n := 0
+	type frame struct{ obj, wantKey bool }
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		ends := true
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				stack = append(stack, frame{obj: t == '{', wantKey: t == '{'})
+				ends = false
+			} else {
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if k := len(stack); k > 0 && stack[k-1].obj && stack[k-1].wantKey {
+				n++
+				stack[k-1].wantKey = false
+				ends = false
+			}
+		}
+		if k := len(stack); ends && k > 0 && stack[k-1].obj {
+			stack[k-1].wantKey = true
+		}
+	}
+}
+
+func countKeysOf(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		n := len(x)
+		for _, e := range x {
+			n += countKeysOf(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += countKeysOf(e)
+		}
+		return n
+	}
+	return 0
 }
 
 // A runtime that knows only the lease half of a transfer refuses a joint

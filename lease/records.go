@@ -256,6 +256,19 @@ func checkAll(field string, vs []string, ok func(string) bool) error {
 	return nil
 }
 
+// checkScopeList checks the write scopes of a record: at most MaxScopes,
+// each with a scope's syntax (validRecordScope: at most 256 bytes). A
+// record holding more was not written by this loopx (requests are refused
+// with invalid_write_scope): it is corrupt_record, so that nobody's scans
+// pay for it. The shape rules of requests (ValidScope) are not applied:
+// a scope an older loopx accepted is still matched in bounded time.
+func checkScopeList(field string, scopes []string) error {
+	if len(scopes) > MaxScopes {
+		return fmt.Errorf("%d %s, over the limit of %d", len(scopes), field, MaxScopes)
+	}
+	return checkAll(field, scopes, validRecordScope)
+}
+
 // Validate checks a store meta record.
 func (m *StoreMeta) Validate() error {
 	if m.FormatVersion < 1 {
@@ -342,7 +355,7 @@ func (t *Todo) Validate() error {
 	if err := checkAll("depends_on", t.DependsOn, ValidTodoID); err != nil {
 		return err
 	}
-	if err := checkAll("required_write_scopes", t.RequiredWriteScopes, ValidScope); err != nil {
+	if err := checkScopeList("required_write_scopes", t.RequiredWriteScopes); err != nil {
 		return err
 	}
 	if err := checkAll("excluded_agents", t.ExcludedAgents, ValidAgentID); err != nil {
@@ -391,7 +404,7 @@ func (l *Lease) Validate() error {
 	if l.Status == LeaseReleased && l.ReleasedAt == nil {
 		return fmt.Errorf("released lease without released_at")
 	}
-	if err := checkAll("write_scopes", l.WriteScopes, ValidScope); err != nil {
+	if err := checkScopeList("write_scopes", l.WriteScopes); err != nil {
 		return err
 	}
 	for _, h := range l.Holders {

@@ -117,7 +117,7 @@ func scanRecords[T any](v *View, dir string, m func(*RecordCache) map[string]*T,
 			} else {
 				data, err := hf.ReadHash(it.hash)
 				if err != nil {
-					return err
+					return atPath(it.p, err)
 				}
 				if rec, err = decode(it.p, data); err != nil {
 					return err
@@ -181,7 +181,10 @@ func scanRecords[T any](v *View, dir string, m func(*RecordCache) map[string]*T,
 func (v *View) walkRecords(dir string, fn func(p, hash string, read func() ([]byte, error)) error) error {
 	if hf, ok := v.files.(HashedFiles); ok {
 		return hf.WalkHashes(dir, func(p, hash string) error {
-			return fn(p, hash, func() ([]byte, error) { return hf.ReadHash(hash) })
+			return fn(p, hash, func() ([]byte, error) {
+				data, err := hf.ReadHash(hash)
+				return data, atPath(p, err)
+			})
 		})
 	}
 	return v.files.Walk(dir, func(p string, data []byte) error {
@@ -502,7 +505,7 @@ func (v *View) cachedLeaseAt(p string) (l *Lease, answered bool, err error) {
 	}
 	data, err := hf.ReadHash(hash)
 	if err != nil {
-		return nil, true, err
+		return nil, true, atPath(p, err)
 	}
 	l = &Lease{}
 	if err := DecodeAt(p, data, l); err != nil {
@@ -555,7 +558,7 @@ func (v *View) leaseScan(goal string) (func(t *Todo) (*Lease, error), error) {
 				p := LeasePath(goal, t.ID)
 				data, err := hf.ReadHash(hash)
 				if err != nil {
-					return nil, err
+					return nil, atPath(p, err)
 				}
 				l = &Lease{}
 				if err := DecodeAt(p, data, l); err != nil {

@@ -142,10 +142,17 @@ func handler(o Options, t tool) sdk.ToolHandler {
 }
 
 // decodeObject reads a call's arguments: one JSON object (absent or null
-// is {}).
+// is {}), read as strictly as `loopx apply` reads a request: at most 1 MiB,
+// valid UTF-8, no key twice (lease.CheckStrictJSON), else invalid_request.
 func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if err := lease.CheckRequestSize(len(raw)); err != nil {
+		return nil, err
+	}
 	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
 		return map[string]json.RawMessage{}, nil
+	}
+	if err := lease.CheckStrictJSON(raw); err != nil {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "the tool's arguments are not one JSON object: %v", err)
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
@@ -306,7 +313,9 @@ func readArgs(c *call, ptr any) error {
 		}
 		f := v.Field(i)
 		if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
-			return fieldError(k, "field %q must be %s", k, typeWord(f.Kind()))
+			// A wrong type in an identifier is that identifier's code, as
+			// in a request (lease.FieldCode).
+			return lease.Errorf(lease.FieldCode(nil, k), "field %q must be %s", k, typeWord(f.Kind())).With("field", k)
 		}
 	}
 	if g := v.FieldByName("Goal"); g.IsValid() && g.String() == "" {

@@ -226,7 +226,7 @@ func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, 
 	if err != nil {
 		return nil, err
 	}
-	req, err := lease.DecodeRequest(data)
+	req, err := lease.DecodeWireRequest(data)
 	if err != nil {
 		return nil, err
 	}
