@@ -105,19 +105,49 @@ func (s *Store) readCommitLocked(h Hash) (*commitData, error) {
 }
 
 // A fetch that cannot store what it received (a full disk) is ErrIO, not
-// "remote unavailable": the remote is fine, this repository is not.
+// "remote unavailable": the remote is fine, this repository is not. Both
+// where git writes the objects (an objects/xx folder that is a file: git
+// cannot create the object) and where loopx makes them durable.
 func TestFetchIOError(t *testing.T) {
 	bare := newBare(t)
 	a := remoteClient(t, bare)
 	c1 := pushCommit(t, a, ZeroHash, put("x/1", "1"), put("x/2", "2"))
 	b := remoteClient(t, bare)
-	for _, point := range []string{"fetch-objects", "objects"} {
-		hits := injectAt(t, point, syscall.ENOSPC)
-		_, err := b.Fetch(context.Background(), "origin")
-		fault.Set(nil)
-		if hits.Load() == 0 || !errors.Is(err, ErrIO) || errors.Is(err, ErrRemoteUnavailable) {
-			t.Fatalf("%s: fetch: %v", point, err)
+
+	// git cannot write: one of the objects' folders is a file.
+	objs, err := a.objectsToPush(ZeroHash, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := ""
+	for _, o := range objs {
+		dir := filepath.Dir(b.odb.loosePath(o.hash))
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			if err := os.WriteFile(dir, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			blocked = dir
+			break
 		}
+	}
+	if blocked == "" {
+		t.Fatal("every object folder exists already")
+	}
+	_, err = b.Fetch(context.Background(), "origin")
+	if !errors.Is(err, ErrIO) || errors.Is(err, ErrRemoteUnavailable) || errors.Is(err, ErrRemoteRejected) {
+		t.Fatalf("git cannot write: fetch: %v", err)
+	}
+	os.Remove(blocked)
+
+	// loopx cannot make them durable.
+	hits := injectAt(t, "fetch-objects", syscall.ENOSPC)
+	_, err = b.Fetch(context.Background(), "origin")
+	fault.Set(nil)
+	if hits.Load() == 0 || !errors.Is(err, ErrIO) || errors.Is(err, ErrRemoteUnavailable) {
+		t.Fatalf("fetch-objects: fetch: %v", err)
+	}
+	if tr, _ := b.ReadRef(b.TrackingRef("origin")); !tr.IsZero() {
+		t.Fatalf("the tracking ref moved to %s before the objects were durable", tr)
 	}
 	if left := tmpNames(t, b); len(left) != 0 {
 		t.Fatalf("left behind: %v", left)

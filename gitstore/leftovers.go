@@ -16,7 +16,9 @@ import (
 // left some (see "Dead writers' leftovers" in fence.go), and gc's hourly
 // sweep (removeStaleTmpFiles) catches anything else. git's own temporary
 // files (tmp_pack_XXXXXX, tmp_idx_XXXXXX, tmp_obj_XXXXXX, *.lock) never
-// match these names and are never touched.
+// match these names and are never touched. A fetch's quarantine
+// (tmp_fetch_loopx_<pid>_<n>, wire.go) is a folder: git writes the fetched
+// objects there before loopx moves them in.
 const (
 	tmpPackPrefix = "tmp_pack_loopx_"
 	tmpIdxPrefix  = "tmp_idx_loopx_"
@@ -28,7 +30,7 @@ const (
 // tmpFilePid returns the pid in the name of a loopx temporary file of
 // objects/pack, and whether name is one.
 func tmpFilePid(name string) (int, bool) {
-	for _, prefix := range []string{tmpPackPrefix, tmpIdxPrefix, tmpObjPrefix} {
+	for _, prefix := range []string{tmpPackPrefix, tmpIdxPrefix, tmpObjPrefix, tmpFetchPrefix} {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			pidStr, _, ok := strings.Cut(rest, "_")
 			pid, err := strconv.Atoi(pidStr)
@@ -58,7 +60,7 @@ func (s *Store) removeDeadTmpFiles() (live bool) {
 			live = true
 			continue
 		}
-		os.Remove(filepath.Join(packDir, name))
+		os.RemoveAll(filepath.Join(packDir, name)) // a fetch's quarantine is a folder
 	}
 	var twins []string
 	for _, name := range readDirNames(s.commonDir) {

@@ -156,9 +156,9 @@ func TestNoMarkNoScan(t *testing.T) {
 	}
 }
 
-// A fetch (a read, without the fence) killed while its loose objects were
-// temporary files leaves them in objects/pack, announced; the next write
-// removes them. A live process's temporary file is kept, and so is the
+// A fetch (a read, without the fence) killed while its objects were in its
+// quarantine folder (in objects/pack, where git wrote them) leaves the
+// folder, announced; the next write removes it. A live process's temporary file is kept, and so is the
 // mark, until that process is gone.
 func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
 	bare := newBare(t)
@@ -170,7 +170,7 @@ func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envWorker+"=block", envRepo+"="+dir, envID+"=f",
-		"GITSTORE_BLOCK_AT=loose-temp-written", "GITSTORE_FETCH=origin")
+		"GITSTORE_BLOCK_AT=fetch-quarantined", "GITSTORE_FETCH=origin")
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -182,8 +182,11 @@ func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	left := tmpNames(t, s)
-	if len(left) == 0 || !strings.HasPrefix(left[0], tmpObjPrefix) {
-		t.Fatalf("the killed fetch left %v, want its temporary objects", left)
+	if len(left) == 0 || !strings.HasPrefix(left[0], tmpFetchPrefix) {
+		t.Fatalf("the killed fetch left %v, want its quarantine", left)
+	}
+	if objs, _ := filepath.Glob(filepath.Join(s.CommonDir(), "objects", "pack", left[0], "??", "*")); len(objs) == 0 {
+		t.Fatalf("the quarantine %s holds no fetched object", left[0])
 	}
 	if b := fenceMarks(t, s); len(b) < 2 || b[fenceMarkUnfenced] == 0 {
 		t.Fatalf("the fetch did not announce its temporary files: %v", b)

@@ -275,6 +275,7 @@ func removeStaleTmpFiles(objDir string) {
 		filepath.Join(packDir, tmpPackPrefix+"*"),
 		filepath.Join(packDir, tmpIdxPrefix+"*"),
 		filepath.Join(packDir, tmpObjPrefix+"*"),
+		filepath.Join(packDir, tmpFetchPrefix+"*"),
 		filepath.Join(objDir, "??", tmpObjPrefix+"*"), // made there before loopx kept them all in objects/pack
 	} {
 		found, _ := filepath.Glob(pat)
@@ -288,7 +289,7 @@ func removeStaleTmpFiles(objDir string) {
 	}
 	for _, n := range names {
 		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
-			os.Remove(n)
+			os.RemoveAll(n)
 		}
 	}
 }

@@ -1,55 +1,41 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha1"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/format/pktline"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // Remotes.
 //
-// A store may share its ref with a Git server (any transport go-git speaks:
-// a path or file://, git://, http(s)://, ssh). The server is the authority;
-// the local ref mirrors it. The primitives here are deliberately small:
+// A store may share its ref with a Git server: any remote `git fetch` and
+// `git push` reach from this repository (a path or file://, git://,
+// http(s)://, ssh, with git's configuration and credentials: wire.go). The
+// server is the authority; the local ref mirrors it. The primitives here
+// are deliberately small:
 //
-//   - Fetch reads the server's value of the ref (one ref advertisement),
-//     downloads only the objects the store lacks (wants = that value, haves =
-//     the tracking ref and the local ref; no thin packs), writes them as
-//     fsynced loose objects (large packs are kept as packs) and records the
-//     value in a private tracking ref, TrackingRef(remote). It compares
-//     hashes itself; no refspec, no go-git reference bookkeeping.
+//   - Fetch reads the server's value of the ref (one ref listing),
+//     downloads only the objects the store lacks (the haves limited to the
+//     tracking ref and the local ref), makes them durable (fsynced objects
+//     and directories) and records the value in a private tracking ref,
+//     TrackingRef(remote). It compares hashes itself; no refspec moves a
+//     ref.
 //   - WriteCommit writes a commit on a given parent without moving any ref.
-//   - Push sends exactly the objects of the commits between old and new
-//     (trees diffed against their parents, so the cost does not grow with
-//     history) and one update command "old new ref". The server checks the
-//     old value under its own ref lock: a true compare-and-swap. Never a
-//     force push.
+//   - Push sends the objects of the commits between old and new and one
+//     update command "old new ref". The server checks the old value under
+//     its own ref lock: a true compare-and-swap. Never a force push.
 //   - UpdateRef moves any ref with git's lock protocol (the local ref, the
 //     tracking ref, backups).
 //
 // Errors: ErrRemoteUnavailable (cannot reach the server, the transfer was
 // cut off, the server failed to store the push, or the outcome of a push is
-// unknown), ErrRemoteRejected (the server refused: permissions, hooks,
+// unknown), ErrRemoteRejected (the server or git's setup refused: a login
+// the server does not accept, an unknown host key, permissions, hooks, a
 // missing repository), ErrConflict (the server's ref is not at old, or the
 // server could not lock it because another push held its lock), ErrNoRemote
 // (no such remote configured), ErrIO (the local repository could not be
@@ -157,74 +143,17 @@ func isLocalPath(url string) bool {
 	return true
 }
 
-// session opens a transport session to remote.
-func (s *Store) endpoint(remote string) (transport.Transport, *transport.Endpoint, error) {
-	url, err := s.RemoteURL(remote)
-	if err != nil {
-		return nil, nil, err
-	}
-	ep, err := transport.NewEndpoint(url)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gitstore: remote %s: bad URL %q: %v: %w", remote, url, err, ErrRemoteRejected)
-	}
-	t, err := client.NewClient(ep)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gitstore: remote %s: %v: %w", remote, err, ErrRemoteRejected)
-	}
-	return t, ep, nil
-}
-
-// classify wraps a transport error as ErrRemoteRejected (the server answered
-// and refused) or ErrRemoteUnavailable (everything else: it could not be
-// reached or the conversation broke).
-func classify(remote, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, ErrRemoteUnavailable) || errors.Is(err, ErrRemoteRejected) || errors.Is(err, ErrNoRemote) {
-		return err
-	}
-	switch {
-	case errors.Is(err, transport.ErrRepositoryNotFound),
-		errors.Is(err, transport.ErrAuthenticationRequired),
-		errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrInvalidAuthMethod),
-		errors.As(err, new(*pktline.ErrorLine)):
-		return fmt.Errorf("gitstore: remote %s: %s: %v: %w", remote, what, err, ErrRemoteRejected)
-	}
-	// Everything else (refused or reset connections, timeouts, broken
-	// conversations, servers answering 5xx) may pass: retry later.
-	return fmt.Errorf("gitstore: remote %s: %s: %v: %w", remote, what, err, ErrRemoteUnavailable)
-}
-
-// advertised returns the value of the store's ref in a ref advertisement.
-func (s *Store) advertised(ar *packp.AdvRefs) Hash {
-	if ar == nil {
-		return ZeroHash
-	}
-	return ar.References[s.ref]
-}
-
 // LsRemote returns the remote's value of the store's ref (ZeroHash if it
 // lacks it) without downloading anything.
 func (s *Store) LsRemote(ctx context.Context, remote string) (Hash, error) {
-	t, ep, err := s.endpoint(remote)
+	if s.viaGoGit(remote) {
+		return s.goGitLsRemote(ctx, remote)
+	}
+	target, err := s.wireTarget(remote)
 	if err != nil {
 		return ZeroHash, err
 	}
-	sess, err := t.NewUploadPackSession(ep, nil)
-	if err != nil {
-		return ZeroHash, classify(remote, "connect", err)
-	}
-	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return ZeroHash, nil
-	}
-	if err != nil {
-		return ZeroHash, classify(remote, "list refs", err)
-	}
-	return s.advertised(ar), nil
+	return s.gitLsRemote(ctx, remote, target)
 }
 
 // Fetch reads the remote's value of the store's ref, downloads the objects
@@ -234,65 +163,20 @@ func (s *Store) LsRemote(ctx context.Context, remote string) (Hash, error) {
 func (s *Store) Fetch(ctx context.Context, remote string) (Hash, error) {
 	tracking := s.TrackingRef(remote)
 	oldTracking, _ := readRef(s.commonDir, tracking)
-	t, ep, err := s.endpoint(remote)
+	local, _ := s.Head()
+	haves := []Hash{oldTracking, local}
+	var head Hash
+	var err error
+	if s.viaGoGit(remote) {
+		head, err = s.goGitFetch(ctx, remote, haves)
+	} else {
+		var target string
+		if target, err = s.wireTarget(remote); err == nil {
+			head, err = s.gitFetch(ctx, remote, target, haves)
+		}
+	}
 	if err != nil {
 		return ZeroHash, err
-	}
-	sess, err := t.NewUploadPackSession(ep, nil)
-	if err != nil {
-		return ZeroHash, classify(remote, "connect", err)
-	}
-	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	var head Hash
-	switch {
-	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-	case err != nil:
-		return ZeroHash, classify(remote, "list refs", err)
-	default:
-		head = s.advertised(ar)
-	}
-	if !head.IsZero() && !s.hasCommit(head) {
-		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-		// Self-contained packs only: every delta base is in the pack.
-		req.Capabilities.Delete(capability.ThinPack)
-		if ar.Capabilities.Supports(capability.NoProgress) {
-			req.Capabilities.Set(capability.NoProgress)
-		}
-		req.Wants = []Hash{head}
-		local, _ := s.Head()
-		for _, h := range []Hash{oldTracking, local} {
-			if !h.IsZero() && h != head && s.hasCommit(h) {
-				req.Haves = append(req.Haves, h)
-			}
-		}
-		resp, err := sess.UploadPack(ctx, req)
-		if err != nil {
-			return ZeroHash, classify(remote, "fetch", err)
-		}
-		var r io.Reader = resp
-		switch {
-		case req.Capabilities.Supports(capability.Sideband64k):
-			r = sideband.NewDemuxer(sideband.Sideband64k, resp)
-		case req.Capabilities.Supports(capability.Sideband):
-			r = sideband.NewDemuxer(sideband.Sideband, resp)
-		}
-		data, err := io.ReadAll(r)
-		resp.Close()
-		if err != nil {
-			return ZeroHash, classify(remote, "fetch", err)
-		}
-		if err := s.storePack(data); err != nil {
-			if errors.Is(err, ErrIO) {
-				return ZeroHash, err
-			}
-			// Not a local failure: what arrived is not a whole pack (the
-			// server or the connection died mid-transfer).
-			return ZeroHash, fmt.Errorf("gitstore: remote %s: fetch cut off (%v): %w", remote, err, ErrRemoteUnavailable)
-		}
-		if !s.hasCommit(head) {
-			return ZeroHash, fmt.Errorf("gitstore: remote %s: fetched pack lacks %s: %w", remote, head, ErrRemoteUnavailable)
-		}
 	}
 	// The tracking ref is advisory (the value that matters is returned);
 	// a concurrent fetch may have moved it meanwhile: then leave it.
@@ -302,6 +186,104 @@ func (s *Store) Fetch(ctx context.Context, remote string) (Hash, error) {
 		}
 	}
 	return head, nil
+}
+
+// pushReply is what a push attempt learned, when it did not fail before
+// sending anything.
+type pushReply struct {
+	applied  bool   // the server reported the update done
+	upToDate bool   // the server already held new: not installed by this push
+	stale    bool   // not sent: the server's ref is not at old
+	answered bool   // the server answered with a refusal for the ref
+	msg      string // why not, with the server's messages
+}
+
+// Push asks remote to move the store's ref from old (ZeroHash: absent) to
+// new, sending the objects of the commits after old on new's first-parent
+// chain. The server checks old under its ref lock: if the ref is elsewhere
+// the error wraps ErrConflict. A refusal for another reason (hook,
+// permissions, a login the server does not accept) wraps ErrRemoteRejected
+// with the server's message. If the connection breaks after the update was
+// sent, Push asks the server where the ref is: at new it succeeds,
+// elsewhere it reports ErrConflict (the caller re-reads and re-decides,
+// which finds its own receipt if the update did land); if the server
+// cannot be asked, the error wraps ErrRemoteUnavailable (outcome unknown).
+// On success the tracking ref is set to new.
+func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
+	if new.IsZero() {
+		return fmt.Errorf("gitstore: push: refusing to delete %s", s.ref)
+	}
+	var rep pushReply
+	var err error
+	if s.viaGoGit(remote) {
+		rep, err = s.goGitPush(ctx, remote, old, new)
+	} else {
+		var target string
+		if target, err = s.wireTarget(remote); err == nil {
+			rep, err = s.gitPush(ctx, remote, target, old, new)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	name := redactURL(remote) // for messages
+	switch {
+	case rep.applied:
+		s.setTracking(remote, new)
+		return nil
+	case rep.upToDate:
+		// The server holds this very commit, but did not get it from
+		// this push: another client pushed the identical commit (the same
+		// request decided on the same head in the same second). Never
+		// report that as this caller's application: the caller decides
+		// again on the server's head, which answers with the replay.
+		s.setTracking(remote, new)
+		return fmt.Errorf("gitstore: remote %s: %s is already at %s, not installed by this push: %w", name, s.ref, shortHash(new), ErrConflict)
+	case rep.stale:
+		return fmt.Errorf("gitstore: remote %s: %s moved (%s): %w", name, s.ref, rep.msg, ErrConflict)
+	}
+	msg := rep.msg
+	hook("push-answered")
+	refused := rep.answered // the server answered with a status
+	kind := pushFailureOf(msg)
+	if refused && kind == pushLockFailed {
+		// The server says it did not apply the update: a lost
+		// compare-and-swap. Asking where the ref is now would cost a
+		// connection per lost race (a third of a loser's round trips
+		// through a busy server); the next attempt fetches it anyway.
+		if strings.Contains(msg, "File exists") {
+			// The lock file itself is there: a concurrent push's, or one
+			// a killed git process left (which only the server's operator
+			// can remove). The retry policy tells them apart by time.
+			return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w (%w)", name, s.ref, msg, ErrConflict, errServerLock)
+		}
+		return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w", name, s.ref, msg, ErrConflict)
+	}
+	// Where is the ref now? That tells a lost compare-and-swap from a
+	// refusal, and resolves a broken connection.
+	cur, lerr := s.LsRemote(ctx, remote)
+	switch {
+	case refused && kind == pushNotStored && (lerr != nil || cur != new):
+		return fmt.Errorf("gitstore: remote %s could not store the update: %s: %w", name, msg, ErrRemoteUnavailable)
+	case lerr != nil && refused:
+		return fmt.Errorf("gitstore: remote %s refused the update: %s: %w", name, msg, ErrRemoteRejected)
+	case lerr != nil:
+		return fmt.Errorf("gitstore: remote %s: push sent, outcome unknown (%s; %v): %w", name, msg, lerr, ErrRemoteUnavailable)
+	case cur == new:
+		// As rep.upToDate: the server holds this commit and did not say
+		// this push installed it.
+		s.setTracking(remote, new)
+		return fmt.Errorf("gitstore: remote %s: %s is already at %s, not installed by this push: %w", name, s.ref, shortHash(new), ErrConflict)
+	case cur != old:
+		return fmt.Errorf("gitstore: remote %s: %s moved to %s: %w", name, s.ref, shortHash(cur), ErrConflict)
+	case refused:
+		return fmt.Errorf("gitstore: remote %s refused the update: %s: %w", name, msg, ErrRemoteRejected)
+	default:
+		// Not applied (the ref is still at old) and no answer: the
+		// update may still be in flight. Re-deciding is safe either way:
+		// the server's compare-and-swap lets at most one of them land.
+		return fmt.Errorf("gitstore: remote %s: push interrupted (%s): %w", name, msg, ErrConflict)
+	}
 }
 
 // hasCommit reports whether commit h can be read.
@@ -316,212 +298,6 @@ func (s *Store) hasCommit(h Hash) bool {
 	}
 	_, err := s.readCommit(h)
 	return err == nil
-}
-
-// storePack makes the objects of a (self-contained) pack durable in the
-// store: as loose objects, or for a large pack as a pack and its index.
-func (s *Store) storePack(data []byte) error {
-	if len(data) == 0 {
-		return nil
-	}
-	if len(data) < 12+20 || string(data[:4]) != "PACK" {
-		return fmt.Errorf("gitstore: fetched data is not a pack: %w", ErrRemoteUnavailable)
-	}
-	count := int(binary.BigEndian.Uint32(data[8:12]))
-	if count > loosePackLimit {
-		return s.storeAsPack(data)
-	}
-	mem := memory.NewStorage()
-	p, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(data)), mem)
-	if err != nil {
-		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
-	}
-	if _, err := p.Parse(); err != nil {
-		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
-	}
-	objs := make([]newObject, 0, len(mem.ObjectStorage.Objects))
-	for h, o := range mem.ObjectStorage.Objects {
-		content, err := readEncoded(o)
-		if err != nil {
-			return fmt.Errorf("gitstore: fetched object %s: %w", h, err)
-		}
-		objs = append(objs, newObject{hash: h, typ: o.Type(), data: content})
-	}
-	// Blobs, then trees, then commits: a crash half-way leaves no commit
-	// whose objects are missing (the commit is fetched again).
-	rank := func(t plumbing.ObjectType) int {
-		switch t {
-		case plumbing.BlobObject:
-			return 0
-		case plumbing.TreeObject:
-			return 1
-		case plumbing.CommitObject:
-			return 2
-		}
-		return 3
-	}
-	sort.SliceStable(objs, func(i, j int) bool { return rank(objs[i].typ) < rank(objs[j].typ) })
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
-	}
-	if err := injected("fetch-objects", "write", filepath.Join(s.commonDir, "objects")); err != nil {
-		return ioError(err)
-	}
-	return s.odb.write(objs)
-}
-
-// storeAsPack keeps a large fetched pack as a pack, with the index built
-// here, written like a commit's pack (installPack: loopx temporary names,
-// fsynced, renamed). An error that is not ErrIO means data is not a whole,
-// self-contained pack.
-func (s *Store) storeAsPack(data []byte) error {
-	w := new(idxfile.Writer)
-	p, err := packfile.NewParser(packfile.NewScanner(bytes.NewReader(data)), w)
-	if err != nil {
-		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
-	}
-	sum, err := p.Parse()
-	if err != nil {
-		return fmt.Errorf("gitstore: parse fetched pack: %w", err)
-	}
-	idx, err := w.Index()
-	if err != nil {
-		return fmt.Errorf("gitstore: index fetched pack: %w", err)
-	}
-	var ib bytes.Buffer
-	if _, err := idxfile.NewEncoder(&ib).Encode(idx); err != nil {
-		return fmt.Errorf("gitstore: index fetched pack: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
-	}
-	if err := injected("fetch-objects", "write", filepath.Join(s.commonDir, "objects", "pack")); err != nil {
-		return ioError(err)
-	}
-	if err := s.odb.installPack(sum, data, ib.Bytes()); err != nil {
-		return fmt.Errorf("gitstore: write fetched pack: %w", err)
-	}
-	s.odb.refresh()
-	return nil
-}
-
-// Push asks remote to move the store's ref from old (ZeroHash: absent) to
-// new, sending the objects of the commits after old on new's first-parent
-// chain. The server checks old under its ref lock: if the ref is elsewhere
-// the error wraps ErrConflict. A refusal for another reason (hook,
-// permissions) wraps ErrRemoteRejected with the server's message. If the
-// connection breaks after the update was sent, Push asks the server where
-// the ref is: at new it succeeds, elsewhere it reports ErrConflict (the
-// caller re-reads and re-decides, which finds its own receipt if the update
-// did land); if the server cannot be asked, the error wraps
-// ErrRemoteUnavailable (outcome unknown). On success the tracking ref is
-// set to new.
-func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
-	if new.IsZero() {
-		return fmt.Errorf("gitstore: push: refusing to delete %s", s.ref)
-	}
-	objs, err := s.objectsToPush(old, new)
-	if err != nil {
-		return err
-	}
-	pack, _, _, err := encodePack(objs)
-	if err != nil {
-		return err
-	}
-	t, ep, err := s.endpoint(remote)
-	if err != nil {
-		return err
-	}
-	sess, err := t.NewReceivePackSession(ep, nil)
-	if err != nil {
-		return classify(remote, "connect", err)
-	}
-	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return classify(remote, "list refs", err)
-	}
-	if ar == nil {
-		ar = packp.NewAdvRefs()
-	}
-	if cur := s.advertised(ar); cur != old {
-		return fmt.Errorf("gitstore: remote %s: %s is %s, expected %s: %w", remote, s.ref, shortHash(cur), shortHash(old), ErrConflict)
-	}
-	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	var progress bytes.Buffer
-	if ar.Capabilities.Supports(capability.Sideband64k) {
-		req.Capabilities.Set(capability.Sideband64k)
-		req.Progress = &progress
-	} else if ar.Capabilities.Supports(capability.Sideband) {
-		req.Capabilities.Set(capability.Sideband)
-		req.Progress = &progress
-	}
-	req.Commands = []*packp.Command{{Name: plumbing.ReferenceName(s.ref), Old: old, New: new}}
-	req.Packfile = io.NopCloser(bytes.NewReader(pack))
-	hook("push-sending")
-	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil && rs.Error() == nil {
-		// The server reported the update done (a close error after that
-		// does not matter).
-		s.setTracking(remote, new)
-		return nil
-	}
-	if err == nil {
-		err = errors.New("no status report")
-	}
-	msg := strings.TrimSpace(err.Error())
-	if remoteMsg := serverMessages(progress.String()); remoteMsg != "" {
-		msg += " (" + remoteMsg + ")"
-	}
-	hook("push-answered")
-	refused := rs != nil // the server answered with a status
-	kind := pushFailureOf(msg)
-	if refused && kind == pushLockFailed {
-		// The server says it did not apply the update: a lost
-		// compare-and-swap. Asking where the ref is now would cost a
-		// connection per lost race (a third of a loser's round trips
-		// through a busy server); the next attempt fetches it anyway.
-		if strings.Contains(msg, "File exists") {
-			// The lock file itself is there: a concurrent push's, or one
-			// a killed git process left (which only the server's operator
-			// can remove). The retry policy tells them apart by time.
-			return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w (%w)", remote, s.ref, msg, ErrConflict, errServerLock)
-		}
-		return fmt.Errorf("gitstore: remote %s could not update %s: %s: %w", remote, s.ref, msg, ErrConflict)
-	}
-	// Where is the ref now? That tells a lost compare-and-swap from a
-	// refusal, and resolves a broken connection.
-	cur, lerr := s.LsRemote(ctx, remote)
-	switch {
-	case refused && kind == pushNotStored && (lerr != nil || cur != new):
-		return fmt.Errorf("gitstore: remote %s could not store the update: %s: %w", remote, msg, ErrRemoteUnavailable)
-	case lerr != nil && refused:
-		return fmt.Errorf("gitstore: remote %s refused the update: %s: %w", remote, msg, ErrRemoteRejected)
-	case lerr != nil:
-		return fmt.Errorf("gitstore: remote %s: push sent, outcome unknown (%s; %v): %w", remote, msg, lerr, ErrRemoteUnavailable)
-	case cur == new:
-		// The server holds this very commit, but did not say this push
-		// installed it: another client may have pushed the identical
-		// commit (the same request decided on the same head in the same
-		// second). Never report that as this caller's application: the
-		// caller decides again on the server's head, which answers with
-		// the replay.
-		s.setTracking(remote, new)
-		return fmt.Errorf("gitstore: remote %s: %s is already at %s, not installed by this push: %w", remote, s.ref, shortHash(new), ErrConflict)
-	case cur != old:
-		return fmt.Errorf("gitstore: remote %s: %s moved to %s: %w", remote, s.ref, shortHash(cur), ErrConflict)
-	case refused:
-		return fmt.Errorf("gitstore: remote %s refused the update: %s: %w", remote, msg, ErrRemoteRejected)
-	default:
-		// Not applied (the ref is still at old) and no answer: the
-		// update may still be in flight. Re-deciding is safe either way:
-		// the server's compare-and-swap lets at most one of them land.
-		return fmt.Errorf("gitstore: remote %s: push interrupted (%s): %w", remote, msg, ErrConflict)
-	}
 }
 
 // errServerLock marks a lost push whose server found its ref's lock file
@@ -585,61 +361,6 @@ func (s *Store) setTracking(remote string, h Hash) {
 			return
 		}
 	}
-}
-
-// objectsToPush lists the objects a server holding old lacks to hold new:
-// for each commit after old on new's first-parent chain, the commit and the
-// trees and blobs that differ from its parent's. With old == ZeroHash the
-// whole first-parent history is sent.
-func (s *Store) objectsToPush(old, new Hash) ([]newObject, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errClosed
-	}
-	var out []newObject
-	seen := map[Hash]bool{}
-	add := func(h Hash) (bool, error) {
-		if seen[h] {
-			return false, nil
-		}
-		seen[h] = true
-		t, data, err := s.odb.read(h)
-		if err != nil {
-			return false, err
-		}
-		out = append(out, newObject{hash: h, typ: t, data: data})
-		return true, nil
-	}
-	for h := new; h != old; {
-		if h.IsZero() {
-			return nil, fmt.Errorf("gitstore: push: %s does not descend from %s", shortHash(new), shortHash(old))
-		}
-		c, err := s.readCommit(h)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := add(h); err != nil {
-			return nil, err
-		}
-		var parentTree Hash
-		var parent Hash
-		if len(c.parents) > 0 {
-			parent = c.parents[0]
-			if !parent.IsZero() {
-				pc, err := s.readCommit(parent)
-				if err != nil {
-					return nil, err
-				}
-				parentTree = pc.tree
-			}
-		}
-		if err := s.treeDiffObjects(c.tree, parentTree, add); err != nil {
-			return nil, err
-		}
-		h = parent
-	}
-	return out, nil
 }
 
 // treeDiffObjects adds tree h and every tree and blob under it that is not

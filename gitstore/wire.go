@@ -1,0 +1,444 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The wire: how Fetch, Push and LsRemote reach a server.
+//
+// Every remote is reached through the git binary, as `git fetch` and
+// `git push` would reach it from this repository: a configured remote is
+// given to git by its name, so git applies its url and pushurl, and the
+// rest of git's configuration and environment applies as for any fetch or
+// push: url.<base>.insteadOf and pushInsteadOf, credential helpers
+// (`git credential fill/approve/reject`), http.extraHeader, http.proxy and
+// the proxy variables, http.sslCAInfo and friends, GIT_SSH_COMMAND,
+// core.sshCommand and GIT_SSH, and through ssh itself ~/.ssh/config (host
+// aliases, IdentityFile, ProxyJump…), known_hosts and the ssh agent. Only
+// git gives all of that exactly; a transport of loopx's own would copy a
+// part of it and differ in the rest.
+//
+// Three commands, each one connection:
+//
+//   - `git ls-remote <remote> <ref>`: the server's value F of the ref;
+//   - `git fetch <remote> <ref>` when F's objects are missing: no refspec
+//     destination (git moves no ref; loopx keeps F in its tracking ref
+//     itself), no FETCH_HEAD, no tags, no submodules, no auto-maintenance,
+//     and the haves limited to the tracking and local heads
+//     (--negotiation-tip), so the server sends only what the store lacks.
+//     git writes the objects into a quarantine folder; loopx fsyncs them
+//     and moves them in (gitFetch);
+//   - `git push --porcelain --force-with-lease=<ref>:<F> <remote> <N>:<ref>`:
+//     git sends the one command "F N <ref>" (F as the server advertised
+//     it, after checking it is the lease's), and receive-pack checks F
+//     under its ref lock: a true compare-and-swap. N is a fast-forward of
+//     F, so nothing is ever forced. --no-verify: the repository's pre-push
+//     hook is about its code, not about loopx's state ref.
+//
+// git runs without a terminal (its own session: ssh cannot prompt for a
+// passphrase or a host key, GIT_TERMINAL_PROMPT=0: git cannot prompt for a
+// password) and in the C locale (its messages are read here). A prompt
+// would hang an agent; a failure says what to configure instead.
+
+// gitBinary is the git command remote operations run ("git": found on
+// PATH, like every other git loopx runs).
+var gitBinary = "git"
+
+// wireOut is what one git command said.
+type wireOut struct {
+	stdout, stderr string
+	code           int // exit status; -1 when git could not run or was killed
+}
+
+// wireGit runs `git args…` in the store's repository for a remote
+// operation. The error is only for a git that could not be run at all.
+func (s *Store) wireGit(ctx context.Context, args ...string) (wireOut, error) {
+	return s.wireGitEnv(ctx, nil, args...)
+}
+
+// wireGitEnv is wireGit with more environment variables.
+func (s *Store) wireGitEnv(ctx context.Context, env []string, args ...string) (wireOut, error) {
+	dir := s.workDir
+	if dir == "" {
+		dir = s.gitDir
+	}
+	full := append([]string{"--git-dir=" + s.gitDir}, args...)
+	cmd := exec.CommandContext(ctx, gitBinary, full...)
+	cmd.Dir = dir // relative remote paths resolve from the top of the working tree, as git does
+	cmd.Env = append(append(gitEnv(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "LANGUAGE=C"), env...)
+	detach(cmd) // no controlling terminal; ctx kills the whole process group
+	cmd.WaitDelay = 2 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := wireOut{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		out.code = ee.ExitCode()
+		if out.code < 0 {
+			out.code = 128 // killed by a signal: a broken conversation
+		}
+	case ctx.Err() != nil:
+		return out, fmt.Errorf("git %s: %w", args[0], ctx.Err())
+	default:
+		return out, err
+	}
+	return out, nil
+}
+
+// wireTarget returns what git is given for remote: the name of a
+// configured remote, else the URL or path (a relative path resolved from
+// the top of the working tree).
+func (s *Store) wireTarget(remote string) (string, error) {
+	url, err := s.RemoteURL(remote)
+	if err != nil {
+		return "", err
+	}
+	if isRemoteName(remote) && !looksLikeURL(remote) {
+		return remote, nil
+	}
+	return url, nil
+}
+
+// noGit is the error for a git binary that cannot be run: a setup problem
+// (the same request fails again), not a passing one.
+func noGit(remote string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gitstore: remote %s: %v: %w", remote, err, ErrRemoteUnavailable)
+	}
+	return fmt.Errorf("gitstore: remote %s: remote mode runs the git command, which cannot be run (%v): install git: %w", remote, err, ErrRemoteRejected)
+}
+
+// gitLsRemote returns the server's value of the store's ref (ZeroHash:
+// absent).
+func (s *Store) gitLsRemote(ctx context.Context, remote, target string) (Hash, error) {
+	out, err := s.wireGit(ctx, "ls-remote", target, s.ref)
+	if err != nil {
+		return ZeroHash, noGit(remote, err)
+	}
+	if out.code != 0 {
+		return ZeroHash, s.wireError(ctx, remote, target, "list refs", out, false)
+	}
+	for _, line := range strings.Split(out.stdout, "\n") {
+		hash, name, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok && name == s.ref {
+			h, ok := parseHash(hash)
+			if !ok {
+				return ZeroHash, fmt.Errorf("gitstore: remote %s: ls-remote answered %q: %w", remote, line, ErrRemoteUnavailable)
+			}
+			return h, nil
+		}
+	}
+	return ZeroHash, nil
+}
+
+func parseHash(s string) (Hash, bool) {
+	var h Hash
+	if len(s) != 40 {
+		return h, false
+	}
+	for i := 0; i < 20; i++ {
+		b, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return h, false
+		}
+		h[i] = byte(b)
+	}
+	return h, true
+}
+
+// fetchRounds bounds the ls-remote/fetch rounds of one Fetch: the ref may
+// move between the two (the fetch then brings the newer head, which holds
+// the one listed); only a server whose history is rewritten each time can
+// use them up.
+const fetchRounds = 5
+
+// gitFetch is Fetch through the git binary (see the top of this file).
+//
+// git writes what it fetches into a folder of loopx's own
+// (objects/pack/tmp_fetch_loopx_<pid>_<n>, named by GIT_OBJECT_DIRECTORY,
+// with the repository's objects as an alternate), as git's own quarantine
+// does for a push: loopx then fsyncs each object file and moves it into
+// the repository, and fsyncs the folders naming them. A fetched object is
+// thus never visible before it is durable (git itself does not fsync
+// loose objects by default), and a concurrent process that finds one
+// can point a ref at it.
+func (s *Store) gitFetch(ctx context.Context, remote, target string, haves []Hash) (Hash, error) {
+	for round := 1; ; round++ {
+		head, err := s.gitLsRemote(ctx, remote, target)
+		if err != nil || head.IsZero() || s.hasCommit(head) {
+			return head, err
+		}
+		args := []string{
+			"-c", "fetch.unpackLimit=" + strconv.Itoa(loosePackLimit),
+			"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+			"--no-auto-maintenance", "--no-write-commit-graph", "--no-show-forced-updates", "--refmap=",
+		}
+		tips := 0
+		for _, h := range haves {
+			if !h.IsZero() && h != head && s.hasCommit(h) {
+				tips++
+				args = append(args, "--negotiation-tip="+h.String())
+			}
+		}
+		if tips == 0 {
+			// No commit of the store's history here: send no haves at
+			// all (a tip pattern that matches no ref), rather than
+			// offering the commits of every branch of the repository.
+			args = append(args, "--negotiation-tip=refs/loopx/none-*")
+		}
+		args = append(args, target, s.ref)
+		q, err := s.newQuarantine()
+		if err != nil {
+			return ZeroHash, err
+		}
+		out, err := s.wireGitIn(ctx, q, args...)
+		if err != nil {
+			q.remove()
+			return ZeroHash, noGit(remote, err)
+		}
+		if out.code != 0 && !strings.Contains(out.stderr, "couldn't find remote ref") {
+			q.remove()
+			return ZeroHash, s.wireError(ctx, remote, target, "fetch", out, true)
+		}
+		hook("fetch-quarantined")
+		err = s.migrate(q)
+		q.remove()
+		if err != nil {
+			return ZeroHash, err
+		}
+		if !s.hasCommit(head) {
+			// The ref moved between the listing and the fetch, to a
+			// history without head: list it again.
+			if round < fetchRounds {
+				continue
+			}
+			return ZeroHash, fmt.Errorf("gitstore: remote %s: %s kept changing to unrelated histories during the fetch: %w", redactURL(remote), s.ref, ErrRemoteUnavailable)
+		}
+		return head, nil
+	}
+}
+
+// tmpFetchPrefix names the folders fetches write into (leftovers.go).
+const tmpFetchPrefix = "tmp_fetch_loopx_"
+
+// quarantine is the object folder of one fetch.
+type quarantine struct{ dir string }
+
+func (s *Store) newQuarantine() (*quarantine, error) {
+	dir := filepath.Join(s.commonDir, "objects", "pack", fmt.Sprintf("%s%d_%d", tmpFetchPrefix, os.Getpid(), tmpCounter.Add(1)))
+	s.markTemp()
+	if err := injected("fetch-objects", "mkdir", dir); err != nil {
+		return nil, ioError(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o777); err != nil {
+		return nil, fmt.Errorf("gitstore: fetch: %w", ioError(err))
+	}
+	s.markTemp()
+	return &quarantine{dir: dir}, nil
+}
+
+func (q *quarantine) remove() { os.RemoveAll(q.dir) }
+
+// wireGitIn is wireGit writing objects into q (reading the repository's
+// as an alternate).
+func (s *Store) wireGitIn(ctx context.Context, q *quarantine, args ...string) (wireOut, error) {
+	return s.wireGitEnv(ctx, []string{
+		"GIT_OBJECT_DIRECTORY=" + q.dir,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(s.commonDir, "objects"),
+	}, args...)
+}
+
+// migrate moves what a fetch wrote into q into the repository's objects,
+// durably: every file is fsynced, then renamed into place (a pack before
+// its index, which is how readers find a pack), then the folders naming
+// them are fsynced. Packs are listed as gitstore's own, so that reads and
+// GC find them. OS failures wrap ErrIO.
+func (s *Store) migrate(q *quarantine) (err error) {
+	defer func() { err = ioError(err) }()
+	objDir := filepath.Join(s.commonDir, "objects")
+	type move struct{ from, to string }
+	var loose, packs []move
+	var packNames []Hash
+	for _, sub := range readDirNames(q.dir) {
+		if len(sub) != 2 {
+			continue
+		}
+		for _, name := range readDirNames(filepath.Join(q.dir, sub)) {
+			if len(name) == 38 && !strings.HasPrefix(name, "tmp_") {
+				loose = append(loose, move{filepath.Join(q.dir, sub, name), filepath.Join(objDir, sub, name)})
+			}
+		}
+	}
+	names := readDirNames(filepath.Join(q.dir, "pack"))
+	sort.Strings(names)
+	for _, ext := range []string{".pack", ".rev", ".idx"} { // the index last
+		for _, name := range names {
+			if strings.HasPrefix(name, "pack-") && strings.HasSuffix(name, ext) {
+				packs = append(packs, move{filepath.Join(q.dir, "pack", name), filepath.Join(objDir, "pack", name)})
+				if ext == ".idx" {
+					if h, ok := parseHash(strings.TrimSuffix(strings.TrimPrefix(name, "pack-"), ext)); ok {
+						packNames = append(packNames, h)
+					}
+				}
+			}
+		}
+	}
+	all := append(loose, packs...)
+	if len(all) == 0 {
+		return nil
+	}
+	if err := injected("fetch-objects", "write", objDir); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	noSync := s.odb.noSync
+	syncFile := func(name string) error {
+		if noSync {
+			return nil
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil && !syncDirUnsupported(err) {
+			return err
+		}
+		return nil
+	}
+	if err := parallel(len(all), func(i int) error { return syncFile(all[i].from) }); err != nil {
+		return err
+	}
+	dirs := map[string]bool{}
+	created := false
+	for _, m := range all {
+		dir := filepath.Dir(m.to)
+		if _, ok := dirs[dir]; !ok {
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(dir, 0o777); err != nil {
+					return err
+				}
+				created = true
+			}
+			dirs[dir] = true
+		}
+		if err := os.Rename(m.from, m.to); err != nil {
+			return err
+		}
+	}
+	if created {
+		dirs[objDir] = true
+	}
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	if err := parallel(len(list), func(i int) error { return syncFile(list[i]) }); err != nil {
+		return err
+	}
+	s.odb.refresh()
+	for _, h := range packNames {
+		s.odb.notePack(h)
+	}
+	return nil
+}
+
+// gitPush is the push of Push through the git binary (see the top of this
+// file). A failure before anything was sent (no connection, a login or
+// host key refused, no such repository) is the error; everything else is
+// the reply.
+func (s *Store) gitPush(ctx context.Context, remote, target string, old, new Hash) (pushReply, error) {
+	expect := ""
+	if !old.IsZero() {
+		expect = old.String()
+	}
+	hook("push-sending")
+	out, err := s.wireGit(ctx, "push", "--porcelain", "--no-verify", "--no-follow-tags", "--recurse-submodules=no",
+		"--force-with-lease="+s.ref+":"+expect, target, new.String()+":"+s.ref)
+	if err != nil {
+		return pushReply{}, noGit(remote, err)
+	}
+	server := serverLines(out.stderr)
+	for _, line := range strings.Split(out.stdout, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || len(f[0]) != 1 || !strings.HasSuffix(f[1], ":"+s.ref) {
+			continue
+		}
+		summary := f[2]
+		switch f[0] {
+		case " ", "+", "*":
+			return pushReply{applied: true}, nil
+		case "=":
+			return pushReply{upToDate: true}, nil
+		}
+		// "!": rejected. By git itself (the lease: the server's ref is
+		// not at old; or not a fast-forward of it), by the server
+		// ("[remote rejected] (reason)"), or no status came back
+		// ("[remote failure]").
+		msg := summary
+		if server != "" {
+			msg += " (" + server + ")"
+		}
+		switch {
+		case strings.HasPrefix(summary, "[rejected]"):
+			return pushReply{stale: true, msg: msg}, nil
+		case strings.HasPrefix(summary, "[remote rejected]"):
+			return pushReply{answered: true, msg: msg}, nil
+		}
+		return pushReply{msg: msg}, nil
+	}
+	// No status line: git stopped before or while talking to the server.
+	kind := wireFailureOf(out.stderr, false)
+	if kind.rejected() || kind == wireUnreachable {
+		return pushReply{}, s.wireError(ctx, remote, target, "push", out, false)
+	}
+	msg := gitSaid(out.stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("git push exited with status %d and no status for %s", out.code, s.ref)
+	}
+	return pushReply{msg: msg}, nil
+}
+
+// serverLines is what the server printed during a push ("remote:" lines,
+// a hook's output), as one line.
+func serverLines(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "remote:"); ok {
+			if rest = strings.TrimSpace(rest); rest != "" {
+				lines = append(lines, rest)
+			}
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+// wireGoGit, when set, picks the remotes (by URL) reached through go-git's
+// transports in process instead of the git binary.
+var wireGoGit func(url string) bool
+
+// viaGoGit reports whether remote goes through go-git.
+func (s *Store) viaGoGit(remote string) bool {
+	if wireGoGit == nil {
+		return false
+	}
+	url, err := s.RemoteURL(remote)
+	return err == nil && wireGoGit(url)
+}
