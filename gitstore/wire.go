@@ -85,6 +85,10 @@ func (s *Store) wireGitEnv(ctx context.Context, env []string, args ...string) (w
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
+	case errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil:
+		// git exited; something it started (an ssh ControlPersist
+		// master, a credential cache daemon) still held its output.
+		out.code = cmd.ProcessState.ExitCode()
 	case errors.As(err, &ee) && ctx.Err() == nil:
 		out.code = ee.ExitCode()
 		if out.code < 0 {

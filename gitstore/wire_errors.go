@@ -126,7 +126,7 @@ func gitSaid(stderr string) string {
 			strings.HasPrefix(low, "ignoring --negotiation-tip"):
 			continue
 		}
-		out = append(out, l)
+		out = append(out, strings.TrimRight(l, "."))
 	}
 	s := strings.Join(out, "; ")
 	if len(s) > 2000 {
@@ -155,8 +155,8 @@ func (s *Store) wireError(ctx context.Context, remote, target, what string, out 
 	case kind == wireLocalIO:
 		return fmt.Errorf("gitstore: remote %s: %s: this repository could not store what the server sent: %s: %w", name, what, said, ErrIO)
 	case kind.rejected():
-		if note := s.credentialNote(ctx, target, kind, what == "push"); note != "" {
-			said += ". " + note
+		if note := s.credentialNote(ctx, target, kind, what == "push", said); note != "" {
+			said = strings.TrimRight(said, ".") + ". " + note
 		}
 		return fmt.Errorf("gitstore: remote %s: %s: %s: %w", name, what, said, ErrRemoteRejected)
 	}
@@ -166,7 +166,7 @@ func (s *Store) wireError(ctx context.Context, remote, target, what string, out 
 // credentialNote says, for a failure about the login, which credential
 // git offered the server and what to do ("" when there is nothing to
 // add).
-func (s *Store) credentialNote(ctx context.Context, target string, kind wireFailure, push bool) string {
+func (s *Store) credentialNote(ctx context.Context, target string, kind wireFailure, push bool, said string) string {
 	switch kind {
 	case wireAuth, wireForbidden, wireNotFound, wireHostKey, wireTLS:
 	default:
@@ -178,18 +178,34 @@ func (s *Store) credentialNote(ctx context.Context, target string, kind wireFail
 	check := fmt.Sprintf("then check with `git ls-remote %s`", target)
 	switch u := parseRemoteURL(url); u.scheme {
 	case "http", "https":
-		offered := s.httpCredentials(ctx, url, u)
+		helpers, headers, inURL := s.httpCredentials(ctx, url, u)
+		offered := append(append(inURL, helpers...), headers...)
 		switch kind {
 		case wireAuth:
-			if len(offered) == 0 {
-				return fmt.Sprintf("The server at %s asks for a login and git has none for it (no credential helper, no http.extraHeader, no user in the URL); "+
-					"loopx runs git without a terminal, so git cannot ask for one. Fix: configure a credential helper "+
-					"(`git config credential.helper store` and `git credential approve`, or your platform's helper) or http.extraHeader, %s",
-					redactURL(url), check)
+			low := strings.ToLower(said)
+			if !strings.Contains(low, "could not read username") && !strings.Contains(low, "could not read password") && len(offered) > 0 {
+				return fmt.Sprintf("The server at %s refused the login git offered: %s (a password a helper supplied and the server refused is erased from it: git credential reject). "+
+					"Fix: give the helper a valid login or token (`git credential approve`) or correct http.extraHeader, %s",
+					redactURL(url), strings.Join(offered, "; "), check)
 			}
-			return fmt.Sprintf("The server at %s refused the login git offered: %s (a password a helper supplied and the server refused is erased from it: git credential reject). "+
-				"Fix: give the helper a valid login or token (`git credential approve`) or correct http.extraHeader, %s",
-				redactURL(url), strings.Join(offered, "; "), check)
+			// git got no user name or password to answer the server's
+			// request for one.
+			var had []string
+			if len(headers) > 0 {
+				had = append(had, "it did not accept "+strings.Join(headers, ", "))
+			}
+			if len(helpers) > 0 {
+				had = append(had, strings.Join(helpers, ", ")+" had no login for it")
+			} else {
+				had = append(had, "no credential helper is configured")
+			}
+			if len(inURL) == 0 && len(headers) == 0 {
+				had = append(had, "no http.extraHeader, no user in the URL")
+			}
+			return fmt.Sprintf("The server at %s asks for a login and git has none for it: %s; "+
+				"loopx runs git without a terminal, so git cannot ask for one. Fix: configure a credential helper "+
+				"(`git config credential.helper store` and `git credential approve`, or your platform's helper) or http.extraHeader, %s",
+				redactURL(url), strings.Join(had, "; "), check)
 		case wireForbidden, wireNotFound:
 			if len(offered) == 0 {
 				if kind == wireForbidden {
@@ -307,18 +323,17 @@ func urlMatches(pattern, url string) bool {
 		strings.HasPrefix(url, strings.TrimSuffix(pattern, "/"))
 }
 
-// httpCredentials lists what git offers an HTTP server for url: a user in
-// the URL, the credential helpers that apply, the extra headers (by name).
-func (s *Store) httpCredentials(ctx context.Context, url string, u remoteURL) []string {
-	var offered []string
+// httpCredentials lists what git offers an HTTP server for url: the
+// credential helpers that apply, the extra headers (by name), a user in
+// the URL.
+func (s *Store) httpCredentials(ctx context.Context, url string, u remoteURL) (helpers, headers, inURL []string) {
 	if u.user != "" {
 		what := fmt.Sprintf("the user name %q in the URL", u.user)
 		if u.password {
 			what += " with a password"
 		}
-		offered = append(offered, what)
+		inURL = append(inURL, what)
 	}
-	var helpers, headers []string
 	for _, e := range s.configEntries(ctx, `^(credential|http)\..*`) {
 		key, val := e[0], e[1]
 		section, rest, _ := strings.Cut(key, ".")
@@ -345,8 +360,7 @@ func (s *Store) httpCredentials(ctx context.Context, url string, u remoteURL) []
 			headers = append(headers, fmt.Sprintf("the header %q from %s", strings.TrimSpace(h), key))
 		}
 	}
-	offered = append(offered, helpers...)
-	return append(offered, headers...)
+	return helpers, headers, inURL
 }
 
 // helperName is a credential helper's name without its arguments (which
@@ -393,20 +407,23 @@ func (d sshSetup) where() string {
 
 func (d sshSetup) offered() string {
 	var parts []string
-	if len(d.keys) > 0 {
+	switch {
+	case len(d.keys) > 0 && d.identitiesOnly:
+		parts = append(parts, "the key files "+strings.Join(d.keys, ", ")+" and no other (IdentitiesOnly)")
+	case len(d.keys) > 0:
 		parts = append(parts, "the key files "+strings.Join(d.keys, ", "))
-	} else if d.configKnown {
+	case d.configKnown:
 		parts = append(parts, "no key file (none of its IdentityFile names exists)")
 	}
 	switch {
-	case d.identitiesOnly && len(d.keys) > 0:
-		parts = append(parts, "only those (IdentitiesOnly)")
-	case d.agent != "":
-		parts = append(parts, "the keys of the ssh agent at "+d.agent)
-	default:
+	case d.agent == "":
 		parts = append(parts, "no ssh agent (SSH_AUTH_SOCK is not set)")
+	case d.identitiesOnly && len(d.keys) > 0:
+		parts = append(parts, "the ssh agent at "+d.agent+" only for those keys")
+	default:
+		parts = append(parts, "the keys of the ssh agent at "+d.agent)
 	}
-	return strings.Join(parts, " and ")
+	return strings.Join(parts, "; ")
 }
 
 func (d sshSetup) knownHosts() string {
