@@ -163,7 +163,7 @@ func TestNoMarkNoScan(t *testing.T) {
 func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
 	bare := newBare(t)
 	a := remoteClient(t, bare)
-	pushCommit(t, a, ZeroHash, put("x/1", "1"), put("x/2", "2"), put("y/3", "3"))
+	c1 := pushCommit(t, a, ZeroHash, put("x/1", "1"), put("x/2", "2"), put("y/3", "3"))
 	dir := newRepo(t)
 	runGitT(t, dir, "remote", "add", "origin", bare)
 	s := openT(t, dir, Options{})
@@ -187,6 +187,10 @@ func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
 	}
 	if objs, _ := filepath.Glob(filepath.Join(s.CommonDir(), "objects", "pack", left[0], "??", "*")); len(objs) == 0 {
 		t.Fatalf("the quarantine %s holds no fetched object", left[0])
+	}
+	// Fetched objects are not in the repository before they are durable.
+	if s.hasCommit(c1) {
+		t.Fatal("the fetched commit is visible before the fetch made it durable")
 	}
 	if b := fenceMarks(t, s); len(b) < 2 || b[fenceMarkUnfenced] == 0 {
 		t.Fatalf("the fetch did not announce its temporary files: %v", b)

@@ -90,10 +90,13 @@ func isRemoteName(remote string) bool {
 }
 
 // looksLikeURL reports whether remote is a URL or a path rather than the
-// name of a configured remote.
+// name of a configured remote: a scheme, a path, or git's scp-like
+// "[user@]host:path" (a host alias of the ssh config, or a prefix that
+// url.<base>.insteadOf rewrites, such as "forge:team/repo.git"). git
+// refuses ':' in remote names.
 func looksLikeURL(remote string) bool {
-	return strings.Contains(remote, "://") || strings.HasPrefix(remote, "/") || strings.HasPrefix(remote, "./") ||
-		strings.HasPrefix(remote, "../") || (strings.Contains(remote, ":") && strings.Contains(remote, "@"))
+	return strings.Contains(remote, ":") || strings.HasPrefix(remote, "/") || strings.HasPrefix(remote, "./") ||
+		strings.HasPrefix(remote, "../")
 }
 
 // RemoteURL returns the URL of remote: remote.<name>.url from the
@@ -119,6 +122,8 @@ func (s *Store) RemoteURL(remote string) (string, error) {
 		url = rc.URLs[0]
 	} else if looksLikeURL(remote) {
 		url = remote
+	} else if u := s.configuredURL(remote); u != "" {
+		url = u // configured outside the repository's own file (~/.gitconfig, an include)
 	} else {
 		return "", fmt.Errorf("gitstore: remote %q is not configured (git remote add %s URL): %w", remote, remote, ErrNoRemote)
 	}
@@ -130,6 +135,21 @@ func (s *Store) RemoteURL(remote string) (string, error) {
 		url = filepath.Join(base, url)
 	}
 	return url, nil
+}
+
+// configuredURL asks git for remote.<name>.url, as git reads its whole
+// configuration ("" when unset).
+func (s *Store) configuredURL(name string) string {
+	if !isRemoteName(name) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := s.wireGit(ctx, "config", "--get", "remote."+name+".url")
+	if err != nil || out.code != 0 {
+		return ""
+	}
+	return strings.TrimSpace(out.stdout)
 }
 
 func isLocalPath(url string) bool {

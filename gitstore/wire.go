@@ -380,19 +380,14 @@ func (s *Store) gitPush(ctx context.Context, remote, target string, old, new Has
 		return pushReply{}, noGit(remote, err)
 	}
 	server := serverLines(out.stderr)
-	for _, line := range strings.Split(out.stdout, "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) < 3 || len(f[0]) != 1 || !strings.HasSuffix(f[1], ":"+s.ref) {
-			continue
-		}
-		summary := f[2]
-		switch f[0] {
-		case " ", "+", "*":
+	if flag, summary, ok := pushStatus(out.stdout, s.ref); ok {
+		switch flag {
+		case ' ', '+', '*':
 			return pushReply{applied: true}, nil
-		case "=":
+		case '=':
 			return pushReply{upToDate: true}, nil
 		}
-		// "!": rejected. By git itself (the lease: the server's ref is
+		// '!': rejected. By git itself (the lease: the server's ref is
 		// not at old; or not a fast-forward of it), by the server
 		// ("[remote rejected] (reason)"), or no status came back
 		// ("[remote failure]").
@@ -418,6 +413,20 @@ func (s *Store) gitPush(ctx context.Context, remote, target string, old, new Has
 		msg = fmt.Sprintf("git push exited with status %d and no status for %s", out.code, s.ref)
 	}
 	return pushReply{msg: msg}, nil
+}
+
+// pushStatus finds ref's line in the output of `git push --porcelain`
+// ("<flag>\t<src>:<dst>\t<summary>"): its flag (' ' fast-forward, '+'
+// forced, '*' new, '=' up to date, '!' rejected) and summary.
+func pushStatus(stdout, ref string) (flag byte, summary string, ok bool) {
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Split(strings.TrimRight(line, "\r"), "\t")
+		if len(f) < 3 || len(f[0]) != 1 || !strings.HasSuffix(f[1], ":"+ref) {
+			continue
+		}
+		return f[0][0], f[2], true
+	}
+	return 0, "", false
 }
 
 // serverLines is what the server printed during a push ("remote:" lines,

@@ -319,8 +319,7 @@ func urlMatches(pattern, url string) bool {
 		u := parseRemoteURL(url)
 		return pattern == u.host
 	}
-	return strings.HasPrefix(strings.TrimSuffix(url, "/")+"/", strings.TrimSuffix(pattern, "/")+"/") ||
-		strings.HasPrefix(url, strings.TrimSuffix(pattern, "/"))
+	return strings.HasPrefix(strings.TrimSuffix(url, "/")+"/", strings.TrimSuffix(pattern, "/")+"/")
 }
 
 // httpCredentials lists what git offers an HTTP server for url: the

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -185,7 +186,22 @@ func wireScenario(t *testing.T, c wireCase) {
 		t.Fatalf("adopted snapshot: %v", err)
 	}
 
-	// The race: both decide on c1 before either pushes.
+	// The race: both decide on c1 before either pushes, and the second
+	// push starts once the first has landed (so git sees the server's ref
+	// elsewhere than the lease says; pushes that overlap meet the server's
+	// ref lock instead, as in the root package's race tests).
+	var pushes atomic.Int32
+	testHook = func(point string) {
+		if point == "push-sending" && pushes.Add(1) == 2 {
+			for i := 0; i < 1000; i++ {
+				if out, _ := tryGit(bare, "", "rev-parse", DefaultRef); out != c1.String() {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	defer func() { testHook = nil }()
 	var arrived sync.WaitGroup
 	arrived.Add(2)
 	barrier := func() func() {
@@ -217,6 +233,7 @@ func wireScenario(t *testing.T, c wireCase) {
 		}()
 	}
 	wg.Wait()
+	testHook = nil
 	winner := -1
 	for i, r := range results {
 		switch {
@@ -398,4 +415,48 @@ func TestWireAuthFailures(t *testing.T) {
 func execOut(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// Two clients push the identical commit (the same request decided on the
+// same head in the same second): the server holds it after the first, and
+// git reports the second "up to date". That is not the second client's
+// application: ErrConflict, so it decides again (and finds the replay).
+func TestWireIdenticalCommit(t *testing.T) {
+	testHome(t)
+	ctx := context.Background()
+	for _, kind := range []string{"file", "http"} {
+		t.Run(kind, func(t *testing.T) {
+			base := t.TempDir()
+			bare := serveBare(t, base, "state")
+			url := filepath.Join(base, "state.git")
+			if kind == "http" {
+				url = httpGitServer(t, base, "", "").url + "/state.git"
+			}
+			a := (wireCase{}).client(t, url)
+			b := (wireCase{}).client(t, url)
+			c1 := pushCommit(t, a, ZeroHash, put("goal.yaml", "id: g\n"))
+			if h, err := b.Fetch(ctx, "origin"); err != nil || h != c1 {
+				t.Fatalf("fetch: %v %v", h, err)
+			}
+			info := CommitInfo{Message: "acquire", When: time.Unix(1700000000, 0)}
+			na, err := a.WriteCommit(c1, []Change{put("leases/todo_1.yaml", "owner: x\n")}, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb, err := b.WriteCommit(c1, []Change{put("leases/todo_1.yaml", "owner: x\n")}, info)
+			if err != nil || nb != na {
+				t.Fatalf("not the identical commit: %s %s %v", na, nb, err)
+			}
+			if err := a.Push(ctx, "origin", c1, na); err != nil {
+				t.Fatal(err)
+			}
+			err = b.Push(ctx, "origin", c1, nb)
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "not installed by this push") {
+				t.Fatalf("the second identical push: %v", err)
+			}
+			if got := runGitT(t, bare, "rev-parse", DefaultRef); got != na.String() {
+				t.Fatalf("server at %s", got)
+			}
+		})
+	}
 }

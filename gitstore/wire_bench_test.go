@@ -1,0 +1,78 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// BenchmarkRemoteWire measures one acquire/release cycle (two transactions
+// through the Remote authority: a lease file written, then removed) against
+// a bare repository on 127.0.0.1 reached by path (file), `git daemon`
+// (git://) and `git http-backend` behind net/http/cgi (http), once through
+// go-git's transports in process ("go-git", before) and once through the git
+// binary ("git", now), side by side in one run.
+//
+// "command": each transaction with a fresh authority, as each loopx
+// command is a process: the server's head is listed first (no objects to
+// fetch: this clone made them), then the push. "api": one authority for
+// all, as a long-lived Go API user: the head just pushed is the next
+// decision's guess, so a transaction is the push alone.
+//
+//	go test -run XXX -bench BenchmarkRemoteWire -benchtime 30x ./gitstore/
+func BenchmarkRemoteWire(b *testing.B) {
+	for _, kind := range []string{"file", "daemon", "http"} {
+		for _, mode := range []string{"command", "api"} {
+			for _, wire := range []string{"go-git", "git"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", kind, mode, wire), func(b *testing.B) {
+					benchWire(b, kind, mode, wire)
+				})
+			}
+		}
+	}
+}
+
+func benchWire(b *testing.B, kind, mode, wire string) {
+	base := b.TempDir()
+	serveBare(b, base, "state")
+	var url string
+	switch kind {
+	case "file":
+		url = base + "/state.git"
+	case "daemon":
+		url = fmt.Sprintf("git://127.0.0.1:%d/state.git", gitDaemon(b, base))
+	case "http":
+		url = httpGitServer(b, base, "", "").url + "/state.git"
+	}
+	s := remoteClient(b, url)
+	if wire == "go-git" {
+		wireGoGit = func(string) bool { return true }
+		defer func() { wireGoGit = nil }()
+	}
+	ctx := context.Background()
+	pushCommit(b, s, ZeroHash, put("goal.yaml", "id: g\n"))
+	shared := &Remote{Name: "origin"}
+	authority := func() *Remote {
+		if mode == "api" {
+			return shared
+		}
+		return &Remote{Name: "origin"}
+	}
+	step := func(i int, acquire bool) {
+		_, err := s.Bind(authority(), DefaultRetry).Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+			ch := del("leases/todo_1.yaml")
+			if acquire {
+				ch = put("leases/todo_1.yaml", fmt.Sprintf("owner: agent\nversion: %d\n", i))
+			}
+			return &Proposal{Changes: []Change{ch}, Info: CommitInfo{Message: fmt.Sprint("cycle ", i)}}, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step(i, true)
+		step(i, false)
+	}
+}
