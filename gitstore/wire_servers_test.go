@@ -9,6 +9,7 @@ package gitstore
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -200,22 +201,25 @@ LogLevel ERROR
 	return f
 }
 
-// writeConfig writes an ssh config naming the server Host forge, with key
-// and known_hosts files.
+// writeConfig writes an ssh config naming the server Host forge, with a
+// key file (only that one: IdentitiesOnly), or none ("": ssh offers the
+// agent's keys), and a known_hosts file.
 func (f *sshForge) writeConfig(t testing.TB, name, key, knownHosts string) string {
 	t.Helper()
 	me, _ := user.Current()
+	identity := ""
+	if key != "" {
+		identity = fmt.Sprintf("  IdentityFile %s\n  IdentitiesOnly yes\n", key)
+	}
 	path := filepath.Join(f.dir, name)
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(`Host forge
   HostName 127.0.0.1
   Port %d
   User %s
-  IdentityFile %s
-  IdentitiesOnly yes
-  UserKnownHostsFile %s
+%s  UserKnownHostsFile %s
   StrictHostKeyChecking yes
   ConnectTimeout 10
-`, f.port, me.Username, key, knownHosts)), 0o600); err != nil {
+`, f.port, me.Username, identity, knownHosts)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -234,9 +238,53 @@ func testHome(t *testing.T) string {
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	for _, k := range []string{"GIT_CONFIG_GLOBAL", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_CONFIG_COUNT"} {
+	for _, k := range []string{"GIT_CONFIG_GLOBAL", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_CONFIG_COUNT",
+		"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
 	return home
+}
+
+// proxyServer is a forward HTTP proxy (absolute-URI requests), counting
+// what it forwarded.
+type proxyServer struct {
+	url       string
+	forwarded atomic.Int32
+}
+
+func forwardProxy(t testing.TB) *proxyServer {
+	t.Helper()
+	p := &proxyServer{}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.IsAbs() {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, r.URL.String(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header = r.Header.Clone()
+		out.Header.Del("Proxy-Connection")
+		out.ContentLength = r.ContentLength
+		resp, err := transport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		p.forwarded.Add(1)
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	p.url = srv.URL
+	return p
 }

@@ -37,6 +37,7 @@ type wireCase struct {
 	// setup configures a client repository (HOME is the test's own).
 	setup func(t *testing.T, dir string)
 	http  *httpGit
+	proxy *proxyServer
 }
 
 // writeGlobal appends to the test HOME's ~/.gitconfig.
@@ -95,6 +96,15 @@ var wireCases = []struct {
 		writeGlobal(t, fmt.Sprintf("[url %q]\n\tinsteadOf = team:\n", h.url+"/"))
 		return wireCase{base: base, http: h,
 			url: func(repo string) string { return "team:" + repo + ".git" }}
+	}},
+	{"http-proxy", func(t *testing.T) wireCase { // HTTP through http.proxy
+		base := t.TempDir()
+		h := httpGitServer(t, base, forgeUser, forgePassword)
+		storeCredentials(t, h.url, forgeUser, forgePassword)
+		p := forwardProxy(t)
+		writeGlobal(t, fmt.Sprintf("[http]\n\tproxy = %s\n", p.url))
+		return wireCase{base: base, http: h, proxy: p,
+			url: func(repo string) string { return h.url + "/" + repo + ".git" }}
 	}},
 	{"ssh-core.sshCommand", func(t *testing.T) wireCase { // ssh: host alias, key file, no agent, core.sshCommand
 		noAgent(t)
@@ -281,6 +291,47 @@ func wireScenario(t *testing.T, c wireCase) {
 	}
 	if c.http != nil && c.http.granted.Load() == 0 {
 		t.Fatal("the server saw no authenticated request")
+	}
+	if c.proxy != nil && c.proxy.forwarded.Load() == 0 {
+		t.Fatal("no request went through the proxy")
+	}
+}
+
+// An ssh key in an agent (no key file named): publish and adopt.
+func TestWireSSHAgent(t *testing.T) {
+	testHome(t)
+	ctx := context.Background()
+	f := startSSHForge(t)
+	sock := filepath.Join(f.dir, "agent.sock")
+	agent := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Skipf("ssh-agent cannot run: %v", err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	if out, err := execOut("ssh-add", f.key); err != nil {
+		t.Fatalf("ssh-add: %v %s", err, out)
+	}
+	// No key file named: the agent has it. (ssh also tries the default
+	// key files of the user's ~/.ssh, which the server does not know.)
+	cfg := f.writeConfig(t, "ssh_config_agent", "", f.knownHosts)
+	base := t.TempDir()
+	bare := serveBare(t, base, "state")
+	c := wireCase{setup: func(t *testing.T, dir string) { runGitT(t, dir, "config", "core.sshCommand", "ssh -F "+cfg) }}
+	a := c.client(t, "forge:"+filepath.Join(base, "state.git"))
+	c1 := pushCommit(t, a, ZeroHash, put("goal.yaml", "id: g\n"))
+	b := c.client(t, "forge:"+filepath.Join(base, "state.git"))
+	if h, err := b.Fetch(ctx, "origin"); err != nil || h != c1 {
+		t.Fatalf("adopt through the agent: %v %v", h, err)
+	}
+	if got := runGitT(t, bare, "rev-parse", DefaultRef); got != c1.String() {
+		t.Fatalf("server at %s", got)
 	}
 }
 
