@@ -119,6 +119,7 @@ func (s *Store) wireTarget(remote string) (string, error) {
 // noGit is the error for a git binary that cannot be run: a setup problem
 // (the same request fails again), not a passing one.
 func noGit(remote string, err error) error {
+	remote = redactURL(remote)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("gitstore: remote %s: %v: %w", remote, err, ErrRemoteUnavailable)
 	}
@@ -244,9 +245,6 @@ type quarantine struct{ dir string }
 func (s *Store) newQuarantine() (*quarantine, error) {
 	dir := filepath.Join(s.commonDir, "objects", "pack", fmt.Sprintf("%s%d_%d", tmpFetchPrefix, os.Getpid(), tmpCounter.Add(1)))
 	s.markTemp()
-	if err := injected("fetch-objects", "mkdir", dir); err != nil {
-		return nil, ioError(err)
-	}
 	if err := os.MkdirAll(filepath.Join(dir, "pack"), 0o777); err != nil {
 		return nil, fmt.Errorf("gitstore: fetch: %w", ioError(err))
 	}
@@ -286,17 +284,29 @@ func (s *Store) migrate(q *quarantine) (err error) {
 			}
 		}
 	}
+	// A pack first, then its other files (.rev, .promisor…), its index
+	// last: readers find packs by their index. (.keep files are git
+	// fetch's own, removed when it is done.)
 	names := readDirNames(filepath.Join(q.dir, "pack"))
 	sort.Strings(names)
-	for _, ext := range []string{".pack", ".rev", ".idx"} { // the index last
-		for _, name := range names {
-			if strings.HasPrefix(name, "pack-") && strings.HasSuffix(name, ext) {
-				packs = append(packs, move{filepath.Join(q.dir, "pack", name), filepath.Join(objDir, "pack", name)})
-				if ext == ".idx" {
-					if h, ok := parseHash(strings.TrimSuffix(strings.TrimPrefix(name, "pack-"), ext)); ok {
-						packNames = append(packNames, h)
-					}
-				}
+	rank := func(name string) int {
+		switch filepath.Ext(name) {
+		case ".pack":
+			return 0
+		case ".idx":
+			return 2
+		}
+		return 1
+	}
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+	for _, name := range names {
+		if !strings.HasPrefix(name, "pack-") || strings.HasSuffix(name, ".keep") {
+			continue
+		}
+		packs = append(packs, move{filepath.Join(q.dir, "pack", name), filepath.Join(objDir, "pack", name)})
+		if strings.HasSuffix(name, ".idx") {
+			if h, ok := parseHash(strings.TrimSuffix(strings.TrimPrefix(name, "pack-"), ".idx")); ok {
+				packNames = append(packNames, h)
 			}
 		}
 	}
