@@ -129,7 +129,11 @@ func noGit(remote string, err error) error {
 // gitLsRemote returns the server's value of the store's ref (ZeroHash:
 // absent).
 func (s *Store) gitLsRemote(ctx context.Context, remote, target string) (Hash, error) {
-	out, err := s.wireGit(ctx, "ls-remote", target, s.ref)
+	// Protocol v0 for the listing: git 2.39's ls-remote sends no ref
+	// prefix in v2 (its patterns match ref names from the end), so v2
+	// lists every ref too, after one more round trip (a second HTTP
+	// request, a stall of TCP's delayed acknowledgement on git://).
+	out, err := s.wireGit(ctx, "-c", "protocol.version=0", "ls-remote", target, s.ref)
 	if err != nil {
 		return ZeroHash, noGit(remote, err)
 	}

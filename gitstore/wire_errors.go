@@ -175,7 +175,7 @@ func (s *Store) credentialNote(ctx context.Context, target string, kind wireFail
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	url := s.effectiveURL(ctx, target, push)
-	check := fmt.Sprintf("then check with `git ls-remote %s`", target)
+	check := fmt.Sprintf("then check with `git ls-remote %s`", redactURL(target))
 	switch u := parseRemoteURL(url); u.scheme {
 	case "http", "https":
 		helpers, headers, inURL := s.httpCredentials(ctx, url, u)
