@@ -59,5 +59,5 @@
 // Besides the store, the package holds the other Git-facing pieces loopx
 // needs, built on the same Store: working-tree queries and hooks for the
 // guard (worktree.go), derived caches (walkhash.go, diff.go) and remotes
-// (remote.go).
+// (remote.go, reached through the git binary: wire.go).
 package gitstore

@@ -115,13 +115,13 @@ func TestFetchIOError(t *testing.T) {
 	b := remoteClient(t, bare)
 
 	// git cannot write: one of the objects' folders is a file.
-	objs, err := a.objectsToPush(ZeroHash, c1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	blocked := ""
-	for _, o := range objs {
-		dir := filepath.Dir(b.odb.loosePath(o.hash))
+	for _, line := range strings.Split(runGitT(t, bare, "rev-list", "--objects", c1.String()), "\n") {
+		h, ok := parseHash(strings.Fields(line)[0])
+		if !ok {
+			t.Fatalf("rev-list: %q", line)
+		}
+		dir := filepath.Dir(b.odb.loosePath(h))
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 			if err := os.WriteFile(dir, nil, 0o644); err != nil {
 				t.Fatal(err)
@@ -133,7 +133,7 @@ func TestFetchIOError(t *testing.T) {
 	if blocked == "" {
 		t.Fatal("every object folder exists already")
 	}
-	_, err = b.Fetch(context.Background(), "origin")
+	_, err := b.Fetch(context.Background(), "origin")
 	if !errors.Is(err, ErrIO) || errors.Is(err, ErrRemoteUnavailable) || errors.Is(err, ErrRemoteRejected) {
 		t.Fatalf("git cannot write: fetch: %v", err)
 	}

@@ -166,9 +166,6 @@ func isLocalPath(url string) bool {
 // LsRemote returns the remote's value of the store's ref (ZeroHash if it
 // lacks it) without downloading anything.
 func (s *Store) LsRemote(ctx context.Context, remote string) (Hash, error) {
-	if s.viaGoGit(remote) {
-		return s.goGitLsRemote(ctx, remote)
-	}
 	target, err := s.wireTarget(remote)
 	if err != nil {
 		return ZeroHash, err
@@ -185,16 +182,11 @@ func (s *Store) Fetch(ctx context.Context, remote string) (Hash, error) {
 	oldTracking, _ := readRef(s.commonDir, tracking)
 	local, _ := s.Head()
 	haves := []Hash{oldTracking, local}
-	var head Hash
-	var err error
-	if s.viaGoGit(remote) {
-		head, err = s.goGitFetch(ctx, remote, haves)
-	} else {
-		var target string
-		if target, err = s.wireTarget(remote); err == nil {
-			head, err = s.gitFetch(ctx, remote, target, haves)
-		}
+	target, err := s.wireTarget(remote)
+	if err != nil {
+		return ZeroHash, err
 	}
+	head, err := s.gitFetch(ctx, remote, target, haves)
 	if err != nil {
 		return ZeroHash, err
 	}
@@ -233,16 +225,11 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	if new.IsZero() {
 		return fmt.Errorf("gitstore: push: refusing to delete %s", s.ref)
 	}
-	var rep pushReply
-	var err error
-	if s.viaGoGit(remote) {
-		rep, err = s.goGitPush(ctx, remote, old, new)
-	} else {
-		var target string
-		if target, err = s.wireTarget(remote); err == nil {
-			rep, err = s.gitPush(ctx, remote, target, old, new)
-		}
+	target, err := s.wireTarget(remote)
+	if err != nil {
+		return err
 	}
+	rep, err := s.gitPush(ctx, remote, target, old, new)
 	if err != nil {
 		return err
 	}
@@ -358,18 +345,6 @@ func pushFailureOf(msg string) int {
 	return pushRefused
 }
 
-// serverMessages turns sideband progress into one line ("remote: ..." lines
-// a hook printed).
-func serverMessages(s string) string {
-	var lines []string
-	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines, "; ")
-}
-
 func (s *Store) setTracking(remote string, h Hash) {
 	tracking := s.TrackingRef(remote)
 	for i := 0; i < 3; i++ {
@@ -381,59 +356,6 @@ func (s *Store) setTracking(remote string, h Hash) {
 			return
 		}
 	}
-}
-
-// treeDiffObjects adds tree h and every tree and blob under it that is not
-// at the same path, with the same name, under base. Callers hold s.mu.
-func (s *Store) treeDiffObjects(h, base Hash, add func(Hash) (bool, error)) error {
-	if h == base {
-		return nil
-	}
-	if h == emptyTree {
-		_, err := add(h)
-		return err
-	}
-	if fresh, err := add(h); err != nil || !fresh {
-		return err
-	}
-	t, err := s.loadTree(h)
-	if err != nil {
-		return err
-	}
-	var bt *tree
-	if !base.IsZero() {
-		if bt, err = s.loadTree(base); err != nil {
-			return err
-		}
-	}
-	for _, e := range t.entries {
-		var be *treeEntry
-		if bt != nil {
-			if i := bt.find(e.name); i >= 0 {
-				be = &bt.entries[i]
-			}
-		}
-		if be != nil && be.hash == e.hash && be.mode == e.mode {
-			continue
-		}
-		switch {
-		case e.isDir():
-			var sub Hash
-			if be != nil && be.isDir() {
-				sub = be.hash
-			}
-			if err := s.treeDiffObjects(e.hash, sub, add); err != nil {
-				return err
-			}
-		case e.mode == modeGitlink:
-			// A submodule commit lives in another repository.
-		default:
-			if _, err := add(e.hash); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // WriteCommit writes a commit whose parent is parent (none if ZeroHash) and

@@ -456,16 +456,3 @@ func serverLines(stderr string) string {
 	}
 	return strings.Join(lines, "; ")
 }
-
-// wireGoGit, when set, picks the remotes (by URL) reached through go-git's
-// transports in process instead of the git binary.
-var wireGoGit func(url string) bool
-
-// viaGoGit reports whether remote goes through go-git.
-func (s *Store) viaGoGit(remote string) bool {
-	if wireGoGit == nil {
-		return false
-	}
-	url, err := s.RemoteURL(remote)
-	return err == nil && wireGoGit(url)
-}

@@ -11,9 +11,9 @@ import (
 // BenchmarkRemoteWire measures one acquire/release cycle (two transactions
 // through the Remote authority: a lease file written, then removed) against
 // a bare repository on 127.0.0.1 reached by path (file), `git daemon`
-// (git://) and `git http-backend` behind net/http/cgi (http), once through
-// go-git's transports in process ("go-git", before) and once through the git
-// binary ("git", now), side by side in one run.
+// (git://) and `git http-backend` behind net/http/cgi (http). (docs/REMOTE.md
+// has the figures beside those of go-git's in-process transports, which
+// loopx used before.)
 //
 // "command": each transaction with a fresh authority, as each loopx
 // command is a process: the server's head is listed first (no objects to
@@ -25,16 +25,12 @@ import (
 func BenchmarkRemoteWire(b *testing.B) {
 	for _, kind := range []string{"file", "daemon", "http"} {
 		for _, mode := range []string{"command", "api"} {
-			for _, wire := range []string{"go-git", "git"} {
-				b.Run(fmt.Sprintf("%s/%s/%s", kind, mode, wire), func(b *testing.B) {
-					benchWire(b, kind, mode, wire)
-				})
-			}
+			b.Run(kind+"/"+mode, func(b *testing.B) { benchWire(b, kind, mode) })
 		}
 	}
 }
 
-func benchWire(b *testing.B, kind, mode, wire string) {
+func benchWire(b *testing.B, kind, mode string) {
 	base := b.TempDir()
 	serveBare(b, base, "state")
 	var url string
@@ -47,10 +43,6 @@ func benchWire(b *testing.B, kind, mode, wire string) {
 		url = httpGitServer(b, base, "", "").url + "/state.git"
 	}
 	s := remoteClient(b, url)
-	if wire == "go-git" {
-		wireGoGit = func(string) bool { return true }
-		defer func() { wireGoGit = nil }()
-	}
 	ctx := context.Background()
 	pushCommit(b, s, ZeroHash, put("goal.yaml", "id: g\n"))
 	shared := &Remote{Name: "origin"}
