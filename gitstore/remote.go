@@ -56,8 +56,8 @@ var (
 )
 
 // loosePackLimit is the object count above which a fetched pack is kept
-// as a pack instead of being exploded into loose objects (git's
-// fetch.unpackLimit plays the same role).
+// as a pack instead of being exploded into loose objects (git fetch's
+// fetch.unpackLimit, which loopx sets to it).
 var loosePackLimit = 1000
 
 // TrackingRef returns the private ref holding the last known value of the
