@@ -166,6 +166,9 @@ func acquire(owner string, before func()) Decide {
 func TestWireTransports(t *testing.T) {
 	for _, wc := range wireCases {
 		t.Run(wc.name, func(t *testing.T) {
+			if testing.Short() && strings.HasPrefix(wc.name, "ssh") {
+				t.Skip("-short: an sshd session costs about a second here; the full run covers ssh")
+			}
 			testHome(t)
 			c := wc.mk(t)
 			t.Logf("remote URL %s", c.url("state"))
