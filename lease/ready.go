@@ -46,22 +46,80 @@ import (
 
 // Ready returns the todos agent can start now (see the decisions above).
 func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
+	ready, _, err := readyOf(v, goal, agent, now, false)
+	return ready, err
+}
+
+// Why a todo is not ready (NotReady.Reasons), in the order Ready judges.
+const (
+	NotReadyClaimed      = "claimed"      // another agent's claim is in force
+	NotReadyExcluded     = "excluded"     // the agent is excluded from it
+	NotReadyBound        = "bound"        // bound to another agent
+	NotReadyHeld         = "held"         // another agent's lease is in force
+	NotReadyDependencies = "dependencies" // a dependency is not done
+	NotReadyScope        = "scope"        // a required scope overlaps another todo's lease in force
+)
+
+// MaxNotReady bounds the todos NotReady lists (the rest are counted).
+const MaxNotReady = 50
+
+// NotReady is an open todo the agent cannot start now, and why.
+type NotReady struct {
+	TodoID   string           `json:"todo_id"`
+	Priority string           `json:"priority"`
+	Reasons  []NotReadyReason `json:"reasons"`
+}
+
+// NotReadyReason is one reason; its fields say who or what stands in the way.
+type NotReadyReason struct {
+	Kind string `json:"kind"`
+	// Agent is the claim holder, the lease owner or the bound agent.
+	Agent string `json:"agent_id,omitempty"`
+	// TodoID and Scope name the other todo whose lease holds an
+	// overlapping scope, and that scope.
+	TodoID       string     `json:"todo_id,omitempty"`
+	Scope        string     `json:"scope,omitempty"`
+	Dependencies []string   `json:"dependencies,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+}
+
+// ReadyExplained is Ready with the open, not archived todos that are not
+// ready for agent and why (sorted as Ready sorts, at most MaxNotReady;
+// more counts the rest): a board may show a todo as Ready (unclaimed, no
+// lease, dependencies done) that `todo ready` does not list, because its
+// required scopes overlap another todo's lease, and this says so.
+func ReadyExplained(v *View, goal, agent string, now time.Time) (ready []*Todo, notReady []NotReady, more int, err error) {
+	ready, notReady, err = readyOf(v, goal, agent, now, true)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(notReady) > MaxNotReady {
+		more = len(notReady) - MaxNotReady
+		notReady = notReady[:MaxNotReady]
+	}
+	return ready, notReady, more, nil
+}
+
+// readyOf judges the goal's open todos for agent; explain also collects
+// every reason a todo is not ready (else the first one skips it).
+func readyOf(v *View, goal, agent string, now time.Time, explain bool) ([]*Todo, []NotReady, error) {
 	g, err := RequireGoal(v, goal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if agent != "" {
 		if _, err := RequireAgent(v, goal, "agent id", agent); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	out := []*Todo{}
+	var why []NotReady
 	if g.Status == GoalArchived {
-		return out, nil
+		return out, nil, nil
 	}
 	todos, err := v.todosShared(goal) // read only: the callers show them, never modify them
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := make(map[string]*Todo, len(todos))
 	for _, t := range todos {
@@ -71,7 +129,7 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 	// Only active, unexpired leases can be effective: read those.
 	active, err := v.activeLeases(goal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leaseOf := map[string]*Lease{}
 	owners := map[string]*Agent{}
@@ -84,7 +142,7 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 		}
 		l, err := v.leaseRecord(goal, e.TodoID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if l == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
 			continue
@@ -93,7 +151,7 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 		a, ok := owners[l.Owner]
 		if !ok {
 			if a, err = v.Agent(goal, l.Owner); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			owners[l.Owner] = a
 		}
@@ -102,40 +160,77 @@ func Ready(v *View, goal, agent string, now time.Time) ([]*Todo, error) {
 			anyScoped = anyScoped || len(l.WriteScopes) > 0
 		}
 	}
+	var skipped []*Todo
 	for _, t := range todos {
 		if !Open(t) {
 			continue
 		}
+		var reasons []NotReadyReason
+		// no reports a reason; it says whether to judge on (explain) or
+		// skip the todo at once.
+		no := func(r NotReadyReason) bool {
+			reasons = append(reasons, r)
+			return explain
+		}
 		holds := agent != "" && HoldsClaim(t, agent, now)
-		if ClaimEffective(t, now) && !holds {
+		if ClaimEffective(t, now) && !holds && !no(NotReadyReason{Kind: NotReadyClaimed, Agent: t.ClaimedBy, ExpiresAt: utcPtr(t.ClaimExpiresAt)}) {
 			continue
 		}
-		if agent != "" && (Excluded(t, agent) || (!holds && t.BoundAgent != "" && t.BoundAgent != agent)) {
+		if agent != "" && Excluded(t, agent) && !no(NotReadyReason{Kind: NotReadyExcluded, Agent: agent}) {
+			continue
+		}
+		if agent != "" && !holds && t.BoundAgent != "" && t.BoundAgent != agent && !no(NotReadyReason{Kind: NotReadyBound, Agent: t.BoundAgent}) {
 			continue
 		}
 		if effective[t.ID] && (agent == "" || leaseOf[t.ID].Owner != agent) {
-			continue
-		}
-		open, err := openDeps(t, lookup)
-		if err != nil {
-			return nil, err
-		}
-		if len(open) > 0 {
-			continue
-		}
-		if anyScoped && len(t.RequiredWriteScopes) > 0 {
-			conflicts, err := ScopeConflicts(v, goal, t.ID, t.RequiredWriteScopes, now)
-			if err != nil {
-				return nil, err
-			}
-			if len(conflicts) > 0 {
+			l := leaseOf[t.ID]
+			if !no(NotReadyReason{Kind: NotReadyHeld, Agent: l.Owner, ExpiresAt: utcPtr(&l.ExpiresAt)}) {
 				continue
 			}
 		}
-		out = append(out, t)
+		open, err := openDeps(t, lookup)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(open) > 0 && !no(NotReadyReason{Kind: NotReadyDependencies, Dependencies: open}) {
+			continue
+		}
+		if anyScoped && len(t.RequiredWriteScopes) > 0 && (len(reasons) == 0 || explain) {
+			conflicts, err := ScopeConflicts(v, goal, t.ID, t.RequiredWriteScopes, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, c := range conflicts {
+				if !no(NotReadyReason{Kind: NotReadyScope, Agent: c.Owner, TodoID: c.TodoID, Scope: c.Scope}) {
+					break
+				}
+			}
+		}
+		if len(reasons) == 0 {
+			out = append(out, t)
+		} else if explain {
+			skipped = append(skipped, t)
+			why = append(why, NotReady{TodoID: t.ID, Priority: t.Priority, Reasons: reasons})
+		}
 	}
 	SortTodos(out)
-	return out, nil
+	if explain {
+		rank := map[string]int{}
+		SortTodos(skipped)
+		for i, t := range skipped {
+			rank[t.ID] = i
+		}
+		slices.SortFunc(why, func(a, b NotReady) int { return rank[a.TodoID] - rank[b.TodoID] })
+	}
+	return out, why, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // ReadyClaimRequest claims the first ready todo (todo ready --claim).

@@ -39,14 +39,15 @@ func TestReadyFiltering(t *testing.T) {
 		agent string
 		ready bool
 		code  Code
+		why   string // ReadyExplained's reasons for todo_xx1 when not ready ("-": not listed: not open)
 	}{
 		{name: "open and free", agent: "a", ready: true},
 		{name: "no agent", agent: "", ready: true},
 		{name: "unregistered agent", agent: "zed", code: CodeAgentNotRegistered},
-		{name: "done", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Status = TodoDone }) }, agent: "a"},
-		{name: "archived", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Archived = true }) }, agent: "a"},
-		{name: "claimed by another", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: "a"},
-		{name: "claimed, no agent", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: ""},
+		{name: "done", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Status = TodoDone }) }, agent: "a", why: "-"},
+		{name: "archived", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.Archived = true }) }, agent: "a", why: "-"},
+		{name: "claimed by another", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: "a", why: "claimed:b"},
+		{name: "claimed, no agent", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "b", nil) }, agent: "", why: "claimed:b"},
 		{name: "claimed by the agent", setup: func(f *tcFix) { f.claimTodo("todo_xx1", "a", nil) }, agent: "a", ready: true},
 		{name: "delegated to the agent", setup: func(f *tcFix) {
 			f.claimTodo("todo_xx1", "orch", func(t *Todo) { t.ClaimScopeAgentID = "a" })
@@ -54,23 +55,23 @@ func TestReadyFiltering(t *testing.T) {
 		{name: "expired claim of another", setup: func(f *tcFix) {
 			f.claimTodo("todo_xx1", "b", func(t *Todo) { t.ClaimExpiresAt = timePtr(tcMin(-1)) })
 		}, agent: "a", ready: true},
-		{name: "dependency open", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.DependsOn = []string{"todo_yy1y1"} }) }, agent: "a"},
+		{name: "dependency open", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.DependsOn = []string{"todo_yy1y1"} }) }, agent: "a", why: "dependencies:[todo_yy1y1]"},
 		{name: "dependency done", setup: func(f *tcFix) {
 			f.editTodo("todo_xx1", func(t *Todo) { t.DependsOn = []string{"todo_yy1y1"} })
 			f.editTodo("todo_yy1y1", func(t *Todo) { t.Status = TodoDone })
 		}, agent: "a", ready: true},
-		{name: "excluded", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.ExcludedAgents = []string{"a"} }) }, agent: "a"},
-		{name: "bound to another", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.BoundAgent = "b" }) }, agent: "a"},
+		{name: "excluded", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.ExcludedAgents = []string{"a"} }) }, agent: "a", why: "excluded:a"},
+		{name: "bound to another", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.BoundAgent = "b" }) }, agent: "a", why: "bound:b"},
 		{name: "bound to the agent", setup: func(f *tcFix) { f.editTodo("todo_xx1", func(t *Todo) { t.BoundAgent = "a" }) }, agent: "a", ready: true},
-		{name: "own lease held by another", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(10)) }, agent: "a"},
+		{name: "own lease held by another", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(10)) }, agent: "a", why: "held:b"},
 		{name: "own lease held by the agent", setup: func(f *tcFix) { f.putLease("todo_xx1", "a", "ka", 1, 1, tcMin(10)) }, agent: "a", ready: true},
 		{name: "own lease expired", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(-1)) }, agent: "a", ready: true},
 		{name: "scope held by another's effective lease", setup: func(f *tcFix) {
 			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
-		}, agent: "a"},
+		}, agent: "a", why: "scope:b:todo_yy1y1:src/**"},
 		{name: "scope held by the agent's lease on another todo", setup: func(f *tcFix) {
 			f.putLease("todo_yy1y1", "a", "ka", 1, 1, tcMin(10), "src/lib/x.go")
-		}, agent: "a"},
+		}, agent: "a", why: "scope:a:todo_yy1y1:src/lib/x.go"},
 		{name: "scope held by an expired lease", setup: func(f *tcFix) {
 			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(-1), "src/**")
 		}, agent: "a", ready: true},
@@ -87,7 +88,7 @@ func TestReadyFiltering(t *testing.T) {
 				g.Status = GoalArchived
 				v.PutGoal(g)
 			})
-		}, agent: "a"},
+		}, agent: "a", why: "-"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,7 +109,79 @@ func TestReadyFiltering(t *testing.T) {
 			if in != c.ready {
 				t.Fatalf("todo_xx1 ready = %v, want %v (%s)", in, c.ready, tcIDs(got))
 			}
+			// ReadyExplained lists the same ready todos, and says why
+			// todo_xx1 is not one of them.
+			ready, notReady, _, err := ReadyExplained(f.view(tcT0), tcGoal, c.agent, tcT0)
+			if err != nil || tcIDs(ready) != tcIDs(got) {
+				t.Fatalf("ReadyExplained: %s %v, Ready %s", tcIDs(ready), err, tcIDs(got))
+			}
+			var why []string
+			listed := false
+			for _, n := range notReady {
+				if n.TodoID != "todo_xx1" {
+					continue
+				}
+				listed = true
+				for _, r := range n.Reasons {
+					w := r.Kind + ":" + r.Agent
+					if r.TodoID != "" {
+						w += ":" + r.TodoID + ":" + r.Scope
+					}
+					if len(r.Dependencies) > 0 {
+						w = r.Kind + ":" + fmt.Sprint(r.Dependencies)
+					}
+					why = append(why, w)
+				}
+			}
+			want := c.why
+			if c.ready {
+				want = ""
+			}
+			switch {
+			case want == "-" && listed, want == "" && listed:
+				t.Fatalf("todo_xx1 listed as not ready: %v", why)
+			case want != "-" && want != "" && fmt.Sprint(why) != "["+want+"]":
+				t.Fatalf("why %v, want [%s]", why, want)
+			}
 		})
+	}
+}
+
+// TestReadyExplainedEveryReason: a todo blocked several ways gets every
+// reason, in the order Ready judges; the list is sorted as Ready sorts and
+// bounded.
+func TestReadyExplainedEveryReason(t *testing.T) {
+	f := newTC(t, HandoffSoftClaim, "todo_xx1", "todo_yy1y1", "todo_zz1")
+	f.editTodo("todo_xx1", func(t *Todo) {
+		t.RequiredWriteScopes = []string{"src/lib/**"}
+		t.DependsOn = []string{"todo_zz1"}
+		t.BoundAgent = "b"
+	})
+	f.claimTodo("todo_xx1", "c", nil)
+	f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
+	_, notReady, more, err := ReadyExplained(f.view(tcT0), tcGoal, "a", tcT0)
+	if err != nil || more != 0 {
+		t.Fatal(err, more)
+	}
+	var kinds []string
+	for _, n := range notReady {
+		if n.TodoID == "todo_xx1" {
+			for _, r := range n.Reasons {
+				kinds = append(kinds, r.Kind)
+			}
+		}
+	}
+	if fmt.Sprint(kinds) != "[claimed bound dependencies scope]" {
+		t.Fatalf("reasons %v", kinds)
+	}
+	for i := range MaxNotReady + 5 {
+		id := fmt.Sprintf("todo_held%03d", i)
+		f.addTodo(id, tcMin(i), nil)
+		f.claimTodo(id, "b", nil)
+	}
+	_, notReady, more, err = ReadyExplained(f.view(tcT0), tcGoal, "a", tcT0)
+	if err != nil || len(notReady) != MaxNotReady || more != 7 {
+		t.Fatalf("%d listed, %d more (%v)", len(notReady), more, err)
 	}
 }
 

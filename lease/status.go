@@ -194,8 +194,12 @@ type StatusData struct {
 	// taken over yet.
 	Active  []Holding `json:"active"`
 	Expired []Holding `json:"expired"`
-	// Ready are the todos agent (or, without one, anybody) may take now.
-	Ready []ReadyItem `json:"ready"`
+	// Ready are the todos agent (or, without one, anybody) may take now;
+	// NotReady the other open todos and why (ReadyExplained; at most
+	// MaxNotReady, NotReadyMore counts the rest).
+	Ready        []ReadyItem `json:"ready"`
+	NotReady     []NotReady  `json:"not_ready"`
+	NotReadyMore int         `json:"not_ready_more,omitempty"`
 	// NextExpiry is the soonest expiry of an active holding.
 	NextExpiry *time.Time `json:"next_expiry"`
 }
@@ -223,12 +227,15 @@ func Status(v *View, goal, agent string, now time.Time) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	ready, err := Ready(v, goal, agent, now)
+	ready, notReady, more, err := ReadyExplained(v, goal, agent, now)
 	if err != nil {
 		return nil, err
 	}
+	if notReady == nil {
+		notReady = []NotReady{}
+	}
 	d := &StatusData{GoalID: goal, AgentID: agent, Now: now.UTC(), Active: active, Expired: expired,
-		Ready: make([]ReadyItem, 0, len(ready)), NextExpiry: NextExpiry(active, now)}
+		Ready: make([]ReadyItem, 0, len(ready)), NotReady: notReady, NotReadyMore: more, NextExpiry: NextExpiry(active, now)}
 	for _, t := range ready {
 		d.Ready = append(d.Ready, ReadyItem{TodoID: t.ID, Priority: t.Priority, Text: t.Text,
 			ClaimedBy: EffectiveClaimant(t, now), RequiredWriteScopes: nonNil(t.RequiredWriteScopes)})
