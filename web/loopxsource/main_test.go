@@ -31,13 +31,19 @@ func TestMain(m *testing.M) {
 // test unless the process exits 0.
 func loopx(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	return loopxEnv(t, dir, nil, args...)
+}
+
+// loopxEnv is loopx with more environment (e.g. LOOPX_NOW).
+func loopxEnv(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOPX_TEST_CLI=1", "LOOPX_FORMAT=json")
+	cmd.Env = append(append(os.Environ(), "LOOPX_TEST_CLI=1", "LOOPX_FORMAT=json"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -77,13 +83,19 @@ func newStore(t testing.TB) string {
 // the URL it printed; the process is stopped (SIGTERM) when the test ends.
 func startWeb(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	return startWebEnv(t, dir, nil, args...)
+}
+
+// startWebEnv is startWeb with more environment.
+func startWebEnv(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, append([]string{"web"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOPX_TEST_CLI=1", "LOOPX_FORMAT=json")
+	cmd.Env = append(append(os.Environ(), "LOOPX_TEST_CLI=1", "LOOPX_FORMAT=json"), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
