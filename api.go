@@ -1,7 +1,6 @@
 package loopx
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/loopx-dev/loopx/lease"
@@ -9,13 +8,13 @@ import (
 
 // The typed API, for programs that embed loopx. The command methods
 // (ShowTodo, ListTodos, Claim, Acquire, ...) return a *Result whose Data is
-// the command's JSON fields; the methods here return the records themselves
+// the command's own payload type (TodoShow, lease.TodoResult,
+// lease.LeaseResult, ...); the methods here return the records themselves
 // (lease.TodoView, lease.LeaseView) and answer "is this claim in force at
 // that time". They decide nothing of their own: each one is a command's
 // read path or a domain judgement (lease.HoldsClaim, lease.LeaseEffective)
 // on the head, and mutations stay the command methods, each one
-// compare-and-swap commit through Store.Apply, whose results the Result
-// accessors below (Todo, Lease, Applied) read typed.
+// compare-and-swap commit through Store.Apply.
 //
 // Seed 004's Registry, in these terms:
 //
@@ -34,7 +33,7 @@ func (s *Store) Todo(goal, id string) (lease.TodoView, error) {
 	if err != nil {
 		return lease.TodoView{}, err
 	}
-	return field[lease.TodoView](res, "todo")
+	return res.Data.Todo, nil
 }
 
 // Todos lists a goal's todos as `loopx todo list` does, highest priority
@@ -44,7 +43,7 @@ func (s *Store) Todos(f TodoFilter) ([]lease.TodoView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return field[[]lease.TodoView](res, "todos")
+	return res.Data.Todos, nil
 }
 
 // ReadyTodos lists the todos agent may take now, as `loopx todo ready`
@@ -54,7 +53,7 @@ func (s *Store) ReadyTodos(goal, agent string) ([]lease.TodoView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return field[[]lease.TodoView](res, "todos")
+	return res.Data.Todos, nil
 }
 
 // Lease returns a todo's current lease as `loopx task-lease inspect` shows
@@ -65,11 +64,7 @@ func (s *Store) Lease(goal, todo string) (*lease.LeaseView, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr, ok := res.Data.(lease.LeaseResult)
-	if !ok {
-		return nil, shapeError(res, "lease")
-	}
-	return lr.Lease, nil
+	return res.Data.Lease, nil
 }
 
 // IsClaimValid reports whether the todo's claim is in force at time at:
@@ -116,108 +111,26 @@ func (s *Store) IsLeaseEffective(goal, todo string, at time.Time) (bool, error) 
 // judgeTodoAt reads a todo on the head (resolving the goal as the commands
 // do) and calls judge with the decision time of at.
 func (s *Store) judgeTodoAt(goal, todo string, at time.Time, judge func(v *lease.View, goal string, t *lease.Todo, at time.Time) error) error {
-	_, err := s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+	_, err := read(s, "todo.show", func(v *lease.View, now time.Time) (struct{}, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
-			return nil, err
+			return struct{}{}, err
 		}
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return struct{}{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return struct{}{}, err
 		}
 		t, err := lease.RequireTodo(v, g, todo)
 		if err != nil {
-			return nil, err
+			return struct{}{}, err
 		}
 		when := now
 		if !at.IsZero() {
 			when = lease.Now(at, v.HeadTime)
 		}
-		if err := judge(v, g, t, when); err != nil {
-			return nil, err
-		}
-		return &lease.Outcome{Operation: "todo.show"}, nil
+		return struct{}{}, judge(v, g, t, when)
 	})
 	return err
-}
-
-// Applied reports whether the result is a mutation that wrote (status
-// applied; replayed and no_change wrote nothing).
-func (r *Result) Applied() bool {
-	return r != nil && r.Mutation && r.Status == lease.StatusApplied
-}
-
-// Todo returns the todo a result shows, nil when it shows none: todo add,
-// claim, update, complete, supersede and ready --claim (nil when no todo was
-// ready), and todo show (ShowTodo).
-func (r *Result) Todo() *lease.TodoView {
-	if r == nil {
-		return nil
-	}
-	switch d := r.Data.(type) {
-	case *lease.TodoResult:
-		if d != nil {
-			return d.Todo
-		}
-	case lease.TodoAddData:
-		return d.Todo
-	case *lease.TodoAddData:
-		if d != nil {
-			return d.Todo
-		}
-	case map[string]any:
-		if tv, ok := d["todo"].(lease.TodoView); ok {
-			return &tv
-		}
-	}
-	return nil
-}
-
-// Lease returns the lease a result shows, nil when it shows none: every
-// task-lease operation (the todo's current lease after it; for a replay,
-// as it is now), the todo mutations that acquired, verified (a proof
-// given) or released one (claim and ready --claim with a lease key, update,
-// complete, supersede), and todo show (the todo's lease).
-func (r *Result) Lease() *lease.LeaseView {
-	if r == nil {
-		return nil
-	}
-	switch d := r.Data.(type) {
-	case lease.LeaseResult:
-		return d.Lease
-	case *lease.LeaseResult:
-		if d != nil {
-			return d.Lease
-		}
-	case *lease.TodoResult:
-		if d != nil {
-			return d.Lease
-		}
-	}
-	if tv := r.Todo(); tv != nil && tv.TodoRelations != nil {
-		return tv.TodoRelations.Lease
-	}
-	return nil
-}
-
-// field reads one typed field of a read result's data.
-func field[T any](res *Result, name string) (T, error) {
-	var zero T
-	m, ok := res.Data.(map[string]any)
-	if !ok {
-		return zero, shapeError(res, name)
-	}
-	v, ok := m[name].(T)
-	if !ok {
-		return zero, shapeError(res, name)
-	}
-	return v, nil
-}
-
-// shapeError says a command's result lacks the field a typed method reads:
-// a bug in loopx, never in the caller.
-func shapeError(res *Result, name string) error {
-	return fmt.Errorf("loopx: the %s result has no %s of the expected type (%T): a bug in loopx", res.Operation, name, res.Data)
 }

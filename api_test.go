@@ -30,8 +30,8 @@ func typedStore(t *testing.T, agents ...lease.RegisterRequest) (*lx.Store, *time
 	return st, &clock
 }
 
-func mustOK(t *testing.T) func(*lx.Result, error) *lx.Result {
-	return func(res *lx.Result, err error) *lx.Result {
+func mustOK(t *testing.T) func(lx.Reply, error) lx.Reply {
+	return func(res lx.Reply, err error) lx.Reply {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func codeOf(err error) lease.Code {
 }
 
 // jsonField is a field of a result's JSON, as the command line prints it.
-func jsonField(t *testing.T, res *lx.Result, name string) string {
+func jsonField(t *testing.T, res lx.Reply, name string) string {
 	t.Helper()
 	raw, err := json.Marshal(res)
 	if err != nil {
@@ -264,67 +264,122 @@ func TestIsLeaseEffectiveAt(t *testing.T) {
 	_ = clock
 }
 
-// TestResultAccessors: Todo, Lease and Applied read every kind of result.
-func TestResultAccessors(t *testing.T) {
+// TestTypedResults: every mutation's result carries its payload typed: the
+// todo a todo mutation shows, the lease a task-lease operation (or a todo
+// mutation that acquired, verified or released one) leaves, and whether it
+// applied.
+func TestTypedResults(t *testing.T) {
 	st, _ := typedStore(t, lease.RegisterRequest{Agent: "agent-a"}, lease.RegisterRequest{Agent: "agent-b"})
 	type want struct {
 		todo, leaseStatus string // "" for nil
 		applied           bool
 	}
 	v := func(n int64) *int64 { return &n }
+	todoOf := func(r *lx.Result[lease.TodoResult], err error) (want, error) {
+		if err != nil {
+			return want{}, err
+		}
+		w := want{applied: r.Applied()}
+		if r.Data.Todo != nil {
+			w.todo = r.Data.Todo.ID
+		}
+		if r.Data.Lease != nil {
+			w.leaseStatus = r.Data.Lease.Status
+		}
+		return w, nil
+	}
+	leaseOf := func(r *lx.Result[lease.LeaseResult], err error) (want, error) {
+		if err != nil {
+			return want{}, err
+		}
+		w := want{applied: r.Applied()}
+		if r.Data.Lease != nil {
+			w.leaseStatus = r.Data.Lease.Status
+		}
+		return w, nil
+	}
+	added := func(r *lx.Result[lease.TodoAddData], err error) (want, error) {
+		if err != nil {
+			return want{}, err
+		}
+		return want{todo: r.Data.Todo.ID, applied: r.Applied()}, nil
+	}
+	shown := func(r *lx.Result[lx.TodoShow], err error) (want, error) {
+		if err != nil {
+			return want{}, err
+		}
+		w := want{todo: r.Data.Todo.ID, applied: r.Applied()}
+		if r.Data.Todo.TodoRelations != nil && r.Data.Todo.Lease != nil {
+			w.leaseStatus = r.Data.Todo.Lease.Status
+		}
+		return w, nil
+	}
+	goal := func(r *lx.Result[lease.GoalData], err error) (want, error) {
+		if err != nil {
+			return want{}, err
+		}
+		return want{applied: r.Applied()}, nil
+	}
 	steps := []struct {
 		name string
-		res  *lx.Result
+		got  func() (want, error)
 		want want
 	}{
-		{"goal create (no todo)", mustOK(t)(st.CreateGoal(lease.GoalCreateRequest{Goal: "other"})), want{"", "", true}},
-		{"ready --claim, nothing ready", mustOK(t)(st.ReadyClaim(lease.ReadyClaimRequest{Actor: "agent-b"})), want{"", "", false}},
-		{"add", mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_alpha", Text: "A"})), want{"todo_alpha", "", true}},
-		{"add b", mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_beta", Text: "B"})), want{"todo_beta", "", true}},
-		{"claim", mustOK(t)(st.Claim(lease.ClaimRequest{Todo: "todo_alpha", ClaimedBy: "agent-a"})), want{"todo_alpha", "", true}},
-		{"claim again", mustOK(t)(st.Claim(lease.ClaimRequest{Todo: "todo_alpha", ClaimedBy: "agent-a"})), want{"todo_alpha", "", false}},
-		{"claim with lease", mustOK(t)(st.Claim(lease.ClaimRequest{Todo: "todo_beta", ClaimedBy: "agent-b",
-			LeaseKey: "kb", LeaseTTLSeconds: 600})), want{"todo_beta", lease.LeaseActive, true}},
-		{"acquire", mustOK(t)(st.Acquire(lease.AcquireRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka",
-			ExpectedVersion: v(0), TTLSeconds: 600})), want{"", lease.LeaseActive, true}},
-		{"acquire replayed", mustOK(t)(st.Acquire(lease.AcquireRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka",
-			ExpectedVersion: v(0), TTLSeconds: 600})), want{"", lease.LeaseActive, false}},
-		{"renew", mustOK(t)(st.Renew(lease.RenewRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka",
-			ExpectedVersion: v(1), TTLSeconds: 600})), want{"", lease.LeaseActive, true}},
-		{"show", mustOK(t)(st.ShowTodo("", "todo_alpha")), want{"todo_alpha", lease.LeaseActive, false}},
-		{"inspect", mustOK(t)(st.Inspect("", "todo_alpha")), want{"", lease.LeaseActive, false}},
-		{"update", mustOK(t)(st.Update(lease.UpdateRequest{Todo: "todo_alpha", Actor: "agent-a", Note: "n",
-			Proof: &lease.Proof{IdempotencyKey: "ka", ExpectedVersion: 2}})), want{"todo_alpha", lease.LeaseActive, true}}, // the lease it verified
-		{"add gamma", mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_gamma", Text: "C"})), want{"todo_gamma", "", true}},
-		{"acquire gamma", mustOK(t)(st.Acquire(lease.AcquireRequest{Todo: "todo_gamma", Owner: "agent-b", IdempotencyKey: "kb",
-			TTLSeconds: 600})), want{"", lease.LeaseActive, true}},
-		{"transfer", mustOK(t)(st.Transfer(lease.TransferRequest{Todo: "todo_gamma", Owner: "agent-b", IdempotencyKey: "kb",
-			ExpectedVersion: v(1), NewOwner: "agent-a", NewIdempotencyKey: "kb2", TTLSeconds: 600})), want{"", lease.LeaseActive, true}},
-		{"release", mustOK(t)(st.Release(lease.ReleaseRequest{Todo: "todo_gamma", Owner: "agent-a", IdempotencyKey: "kb2",
-			ExpectedVersion: v(2)})), want{"", lease.LeaseReleased, true}},
-		{"complete", mustOK(t)(st.Complete(lease.CompleteRequest{Todo: "todo_alpha", Actor: "agent-a", Evidence: []string{"e"},
-			Proof: &lease.Proof{IdempotencyKey: "ka", ExpectedVersion: 2}})), want{"todo_alpha", lease.LeaseReleased, true}},
-		{"supersede", mustOK(t)(st.Supersede(lease.SupersedeRequest{Todo: "todo_beta", Actor: "agent-b", Reason: "r",
-			Proof: &lease.Proof{IdempotencyKey: "kb", ExpectedVersion: 1}})), want{"todo_beta", lease.LeaseReleased, true}},
-		{"nil result", nil, want{"", "", false}},
+		{"goal create (no todo)", func() (want, error) { return goal(st.CreateGoal(lease.GoalCreateRequest{Goal: "other"})) }, want{"", "", true}},
+		{"ready --claim, nothing ready", func() (want, error) { return todoOf(st.ReadyClaim(lease.ReadyClaimRequest{Actor: "agent-b"})) }, want{"", "", false}},
+		{"add", func() (want, error) { return added(st.AddTodo(lease.AddRequest{Todo: "todo_alpha", Text: "A"})) }, want{"todo_alpha", "", true}},
+		{"add b", func() (want, error) { return added(st.AddTodo(lease.AddRequest{Todo: "todo_beta", Text: "B"})) }, want{"todo_beta", "", true}},
+		{"claim", func() (want, error) {
+			return todoOf(st.Claim(lease.ClaimRequest{Todo: "todo_alpha", ClaimedBy: "agent-a"}))
+		}, want{"todo_alpha", "", true}},
+		{"claim again", func() (want, error) {
+			return todoOf(st.Claim(lease.ClaimRequest{Todo: "todo_alpha", ClaimedBy: "agent-a"}))
+		}, want{"todo_alpha", "", false}},
+		{"claim with lease", func() (want, error) {
+			return todoOf(st.Claim(lease.ClaimRequest{Todo: "todo_beta", ClaimedBy: "agent-b", LeaseKey: "kb", LeaseTTLSeconds: 600}))
+		}, want{"todo_beta", lease.LeaseActive, true}},
+		{"acquire", func() (want, error) {
+			return leaseOf(st.Acquire(lease.AcquireRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka", ExpectedVersion: v(0), TTLSeconds: 600}))
+		}, want{"", lease.LeaseActive, true}},
+		{"acquire replayed", func() (want, error) {
+			return leaseOf(st.Acquire(lease.AcquireRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka", ExpectedVersion: v(0), TTLSeconds: 600}))
+		}, want{"", lease.LeaseActive, false}},
+		{"renew", func() (want, error) {
+			return leaseOf(st.Renew(lease.RenewRequest{Todo: "todo_alpha", Owner: "agent-a", IdempotencyKey: "ka", ExpectedVersion: v(1), TTLSeconds: 600}))
+		}, want{"", lease.LeaseActive, true}},
+		{"show", func() (want, error) { return shown(st.ShowTodo("", "todo_alpha")) }, want{"todo_alpha", lease.LeaseActive, false}},
+		{"inspect", func() (want, error) { return leaseOf(st.Inspect("", "todo_alpha")) }, want{"", lease.LeaseActive, false}},
+		{"update", func() (want, error) {
+			return todoOf(st.Update(lease.UpdateRequest{Todo: "todo_alpha", Actor: "agent-a", Note: "n",
+				Proof: &lease.Proof{IdempotencyKey: "ka", ExpectedVersion: 2}}))
+		}, want{"todo_alpha", lease.LeaseActive, true}}, // the lease it verified
+		{"add gamma", func() (want, error) { return added(st.AddTodo(lease.AddRequest{Todo: "todo_gamma", Text: "C"})) }, want{"todo_gamma", "", true}},
+		{"acquire gamma", func() (want, error) {
+			return leaseOf(st.Acquire(lease.AcquireRequest{Todo: "todo_gamma", Owner: "agent-b", IdempotencyKey: "kb", TTLSeconds: 600}))
+		}, want{"", lease.LeaseActive, true}},
+		{"transfer", func() (want, error) {
+			return leaseOf(st.Transfer(lease.TransferRequest{Todo: "todo_gamma", Owner: "agent-b", IdempotencyKey: "kb",
+				ExpectedVersion: v(1), NewOwner: "agent-a", NewIdempotencyKey: "kb2", TTLSeconds: 600}))
+		}, want{"", lease.LeaseActive, true}},
+		{"release", func() (want, error) {
+			return leaseOf(st.Release(lease.ReleaseRequest{Todo: "todo_gamma", Owner: "agent-a", IdempotencyKey: "kb2", ExpectedVersion: v(2)}))
+		}, want{"", lease.LeaseReleased, true}},
+		{"complete", func() (want, error) {
+			return todoOf(st.Complete(lease.CompleteRequest{Todo: "todo_alpha", Actor: "agent-a", Evidence: []string{"e"},
+				Proof: &lease.Proof{IdempotencyKey: "ka", ExpectedVersion: 2}}))
+		}, want{"todo_alpha", lease.LeaseReleased, true}},
+		{"supersede", func() (want, error) {
+			return todoOf(st.Supersede(lease.SupersedeRequest{Todo: "todo_beta", Actor: "agent-b", Reason: "r",
+				Proof: &lease.Proof{IdempotencyKey: "kb", ExpectedVersion: 1}}))
+		}, want{"todo_beta", lease.LeaseReleased, true}},
 	}
 	for _, s := range steps {
-		got := want{applied: s.res.Applied()}
-		if tv := s.res.Todo(); tv != nil {
-			got.todo = tv.ID
-		}
-		if l := s.res.Lease(); l != nil {
-			got.leaseStatus = l.Status
+		got, err := s.got()
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
 		}
 		if got != s.want {
-			t.Errorf("%s: got %+v, want %+v (status %v)", s.name, got, s.want, statusOf(s.res))
+			t.Errorf("%s: got %+v, want %+v", s.name, got, s.want)
 		}
 	}
-}
-
-func statusOf(r *lx.Result) string {
-	if r == nil {
-		return "nil"
-	}
-	return r.Status
 }

@@ -60,7 +60,7 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 	for step := range 300 {
 		clock = clock.Add(time.Duration(1+rng.IntN(20)) * time.Minute)
 		var (
-			res *lx.Result
+			res lx.Reply
 			err error
 			op  string
 		)
@@ -101,19 +101,23 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 			owner := agents[rng.IntN(2)]
 			id, ttl := pick(), []int64{600, 3600}[rng.IntN(2)]
 			key := fmt.Sprintf("%s-%d", owner, step)
-			if res, err = s.Acquire(lease.AcquireRequest{Goal: "g", Todo: id, Owner: owner, IdempotencyKey: key, TTLSeconds: ttl}); err == nil {
-				leases[id] = held{owner, key, res.Data.(lease.LeaseResult).Lease.Version, ttl}
+			var r *lx.Result[lease.LeaseResult]
+			if r, err = s.Acquire(lease.AcquireRequest{Goal: "g", Todo: id, Owner: owner, IdempotencyKey: key, TTLSeconds: ttl}); err == nil {
+				res = r
+				leases[id] = held{owner, key, r.Data.Lease.Version, ttl}
 			}
 		case k < 70:
 			op = "renew"
 			for id, h := range leases {
 				ttl := []int64{h.ttl, h.ttl, 1200}[rng.IntN(3)]
 				v := h.version
-				if res, err = s.Renew(lease.RenewRequest{Goal: "g", Todo: id, Owner: h.owner, IdempotencyKey: h.key, ExpectedVersion: &v, TTLSeconds: ttl}); err == nil {
+				var r *lx.Result[lease.LeaseResult]
+				if r, err = s.Renew(lease.RenewRequest{Goal: "g", Todo: id, Owner: h.owner, IdempotencyKey: h.key, ExpectedVersion: &v, TTLSeconds: ttl}); err == nil {
+					res = r
 					if ttl == h.ttl {
 						op = "renew, same TTL"
 					}
-					leases[id] = held{h.owner, h.key, res.Data.(lease.LeaseResult).Lease.Version, ttl}
+					leases[id] = held{h.owner, h.key, r.Data.Lease.Version, ttl}
 				} else {
 					delete(leases, id)
 				}
@@ -140,17 +144,17 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 		if head := strings.TrimSpace(git(t, dir, "rev-parse", "refs/loopx/state")); head != "" {
 			history = append(history, head)
 		}
-		if err != nil || res == nil || res.Status != lease.StatusApplied {
+		if err != nil || res == nil || res.Env().Status != lease.StatusApplied {
 			continue
 		}
-		if res.Projection == lx.ProjectionPending {
-			t.Fatalf("step %d (%s): board pending: %s", step, op, res.ProjectionError)
+		if env := res.Env(); env.Projection == lx.ProjectionPending {
+			t.Fatalf("step %d (%s): board pending: %s", step, op, env.ProjectionError)
 		}
 		v, err := s.Verify()
 		if err != nil {
 			t.Fatalf("step %d (%s): verify: %v", step, op, err)
 		}
-		if d := v.Data.(lx.VerifyData); len(d.PendingBoards) > 0 {
+		if d := v.Data; len(d.PendingBoards) > 0 {
 			t.Fatalf("step %d (%s): the delivered board differs from a full render of the head", step, op)
 		}
 		// A renewal for the same TTL cannot change the board and delivers
@@ -237,13 +241,13 @@ func checkUnblocks(t *testing.T, s *lx.Store, id string) {
 	if err != nil {
 		return // not there (deleted by a foreign commit)
 	}
-	got := show.Data.(map[string]any)["todo"].(lease.TodoView).Unblocks
+	got := show.Data.Todo.Unblocks
 	list, err := s.ListTodos(lx.TodoFilter{Goal: "g"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{}
-	for _, tv := range list.Data.(map[string]any)["todos"].([]lease.TodoView) {
+	for _, tv := range list.Data.Todos {
 		if slices.Contains(tv.DependsOn, id) {
 			want = append(want, tv.ID)
 		}

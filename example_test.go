@@ -58,7 +58,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Status, "claim by", res.Todo().ClaimedBy, "until", res.Todo().ClaimExpiresAt.Format(time.RFC3339))
+	fmt.Println(res.Status, "claim by", res.Data.Todo.ClaimedBy, "until", res.Data.Todo.ClaimExpiresAt.Format(time.RFC3339))
 
 	// registry.is_claim_valid, now and later
 	for _, later := range []time.Duration{0, 10 * time.Minute, 15 * time.Minute} {
@@ -109,7 +109,7 @@ func ExampleStore_Lease() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	l = res.Lease()
+	l = res.Data.Lease
 	fmt.Println(res.Status, l.Owner, "version", l.Version, "epoch", l.Epoch, l.WriteScopes, "effective", l.Effective)
 
 	*clock = clock.Add(5 * time.Minute)
@@ -134,12 +134,12 @@ func ExampleStore_Lease() {
 		fmt.Println("agent-b refused:", le.Code)
 	}
 
-	res, err = st.Complete(lease.CompleteRequest{Todo: "todo_lexer", Actor: "agent-a", Evidence: []string{"go test ./lexer"},
+	finished, err := st.Complete(lease.CompleteRequest{Todo: "todo_lexer", Actor: "agent-a", Evidence: []string{"go test ./lexer"},
 		Proof: &lease.Proof{IdempotencyKey: "exec-1", ExpectedVersion: l.Version}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Status, "todo", res.Todo().Status, "lease", res.Lease().Status)
+	fmt.Println(finished.Status, "todo", finished.Data.Todo.Status, "lease", finished.Data.Lease.Status)
 	// Output:
 	// before: <nil> <nil>
 	// applied agent-a version 1 epoch 1 [src/lexer/**] effective true
@@ -267,4 +267,4 @@ func scratch(goal string, agents ...string) (st *lx.Store, clock *time.Time, don
 	return st, clock, func() { st.Close(); os.RemoveAll(dir) }
 }
 
-func second(_ *lx.Result, err error) error { return err }
+func second(_ lx.Reply, err error) error { return err }

@@ -72,7 +72,7 @@ type GuardInstallData struct {
 // staged the paths staged for the next commit, falls inside a write scope of
 // another agent's effective task lease. agent may be "" (see the file
 // comment for the fallback).
-func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result, error) {
+func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result[GuardData], error) {
 	if staged == (len(paths) > 0) {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "give either --staged or the paths to check, not both or neither")
 	}
@@ -95,42 +95,41 @@ func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result, 
 	} else if err := lease.CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		data := &GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
-		out := &lease.Outcome{Operation: "guard.check", Data: data}
+	return read(s, "guard.check", func(v *lease.View, now time.Time) (GuardData, error) {
+		data := GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
 		if _, err := lease.RequireStore(v); err != nil {
 			if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 				data.Note = "no loopx store in this repository: nothing to check"
-				return out, nil
+				return data, nil
 			}
-			return nil, err
+			return GuardData{}, err
 		}
 		goals, err := lease.GuardGoals(v)
 		if err != nil {
-			return nil, err
+			return GuardData{}, err
 		}
 		if len(goals) == 0 {
 			data.Paths = len(clean)
 			data.Note = "no task leases: nothing to check"
-			return out, nil
+			return data, nil
 		}
 		if staged {
 			if clean, err = s.git.StagedPaths(); err != nil {
 				if errors.Is(err, gitstore.ErrNoWorkTree) {
-					return nil, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
+					return GuardData{}, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
 				}
-				return nil, err
+				return GuardData{}, err
 			}
 		}
 		data.Paths = len(clean)
 		vs, err := lease.GuardCheck(v, goals, agent, clean, now)
 		if err != nil {
-			return nil, err
+			return GuardData{}, err
 		}
 		if len(vs) > 0 {
-			return nil, guardError(agent, vs)
+			return GuardData{}, guardError(agent, vs)
 		}
-		return out, nil
+		return data, nil
 	})
 }
 
@@ -228,7 +227,7 @@ const (
 // --staged`, chained after any existing hook (never overwriting it). exe is
 // the absolute path of the loopx executable the hook should prefer ("":
 // `loopx` on PATH only).
-func (s *Store) GuardInstall(exe string) (*Result, error) {
+func (s *Store) GuardInstall(exe string) (*Result[GuardInstallData], error) {
 	return s.GuardInstallHook(GuardHookPreCommit, exe)
 }
 
@@ -236,7 +235,7 @@ func (s *Store) GuardInstall(exe string) (*Result, error) {
 // (`loopx guard check --staged`) or the pre-push hook (`loopx guard check
 // --pre-push`, which checks every pushed commit), chained after any
 // existing hook of that name (never overwriting it).
-func (s *Store) GuardInstallHook(hook, exe string) (*Result, error) {
+func (s *Store) GuardInstallHook(hook, exe string) (*Result[GuardInstallData], error) {
 	if hook != GuardHookPreCommit && hook != GuardHookPrePush {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "hook %q: want %s or %s", hook, GuardHookPreCommit, GuardHookPrePush)
 	}
@@ -254,8 +253,8 @@ func (s *Store) GuardInstallHook(hook, exe string) (*Result, error) {
 	if exe == "" {
 		exe = "loopx"
 	}
-	return s.annotate(&Result{Operation: "guard.install", CurrentRevision: revString(head),
-		Data: GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}}, time.Time{}), nil
+	return newResult(s, Envelope{Operation: "guard.install", CurrentRevision: revString(head)}, time.Time{},
+		GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}), nil
 }
 
 // shellQuote quotes s for a POSIX shell.
@@ -430,7 +429,7 @@ func truncateText(s string, n int) string {
 // (write_scope_conflict, naming each commit, path, owner and scope) when a
 // commit changed a path inside a write scope of another agent's lease that
 // was effective then.
-func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
+func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], error) {
 	if (req.Range != "") == req.PrePush {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "give either a range (A..B) or the pre-push lines, not both or neither")
 	}
@@ -463,10 +462,10 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 	}
 	data := &GuardRangeData{AgentID: agent, Range: req.Range, Updates: req.Updates,
 		Commits: []GuardCommit{}, Violations: []GuardCommitViolation{}, Allowed: true}
-	res := &Result{Operation: "guard.check", CurrentRevision: revString(head), Data: data}
+	env := Envelope{Operation: "guard.check", CurrentRevision: revString(head)}
 	if len(commits) == 0 {
 		data.Note = "no commits to check"
-		return s.annotate(res, time.Time{}), nil
+		return newResult(s, env, time.Time{}, *data), nil
 	}
 	headSn, err := s.git.Snapshot(head)
 	if err != nil {
@@ -475,7 +474,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 	if _, err := lease.RequireStore(s.viewOf(headSn)); err != nil {
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			data.Note = "no loopx store in this repository: nothing to check"
-			return s.annotate(res, time.Time{}), nil
+			return newResult(s, env, time.Time{}, *data), nil
 		}
 		return nil, mapErr(err)
 	}
@@ -537,7 +536,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result, error) {
 	if len(data.Violations) > 0 {
 		return nil, guardRangeError(data)
 	}
-	return s.annotate(res, time.Time{}), nil
+	return newResult(s, env, time.Time{}, *data), nil
 }
 
 // guardState is the state one or more commits are judged against.

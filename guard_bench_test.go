@@ -54,7 +54,7 @@ func BenchmarkGuardCheck(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if d := res.Data.(*lx.GuardData); !d.Allowed || d.Paths != len(paths) && leases > 0 {
+				if d := res.Data; !d.Allowed || d.Paths != len(paths) && leases > 0 {
 					b.Fatalf("unexpected result %+v", d)
 				}
 			}

@@ -69,7 +69,7 @@ func BenchmarkGuardRange(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d := res.Data.(*lx.GuardRangeData)
+		d := res.Data
 		if !d.Allowed || len(d.Commits) != 50 || d.Commits[0].StateRevision == d.Commits[49].StateRevision {
 			b.Fatalf("unexpected result: allowed %v, %d commits", d.Allowed, len(d.Commits))
 		}

@@ -48,6 +48,11 @@ type HistoryData struct {
 	FirstInvalid *HistoryProblem `json:"first_invalid,omitempty"`
 }
 
+// HistoryReport is the result of verify --history.
+type HistoryReport struct {
+	History *HistoryData `json:"history"`
+}
+
 // HistoryProblem names a commit that does not verify.
 type HistoryProblem struct {
 	Revision string `json:"revision"`
@@ -68,7 +73,7 @@ type HistoryQuery struct {
 
 // VerifyHistory re-verifies the state ref's history after since (a
 // revision on it; "" for all of it).
-func (s *Store) VerifyHistory(since string) (*Result, error) {
+func (s *Store) VerifyHistory(since string) (*Result[HistoryReport], error) {
 	return s.VerifyHistoryOf(HistoryQuery{Since: since})
 }
 
@@ -78,7 +83,7 @@ func (s *Store) VerifyHistory(since string) (*Result, error) {
 // real clock (future_dated, code clock_skew; LOOPX_NOW does not apply):
 // the check that a host without hooks runs from CI sees a takeover dated
 // ahead of real time (contract section 8).
-func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result, error) {
+func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result[HistoryReport], error) {
 	since := q.Since
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
@@ -91,7 +96,7 @@ func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := s.annotate(&Result{Operation: "verify", CurrentRevision: revString(head), Data: map[string]any{"history": d}}, s.opts.now())
+	res := newResult(s, Envelope{Operation: "verify", CurrentRevision: revString(head)}, s.opts.now(), HistoryReport{History: d})
 	if !d.Valid {
 		p := d.FirstInvalid
 		code := lease.CodeCorruptRecord

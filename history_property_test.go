@@ -22,7 +22,7 @@ func TestHistoryReverifies(t *testing.T) {
 		clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
 		s := openRepo(repo, Options{Now: func() time.Time { return clock }})
-		must := func(_ *Result, err error) {
+		must := func(_ any, err error) {
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestHistoryReverifies(t *testing.T) {
 				return nil
 			}
 			v := int64(0)
-			if lr, ok := res.Data.(*lease.LeaseResult); ok && lr.Lease != nil {
+			if lr := res.Data; lr.Lease != nil {
 				v = lr.Lease.Version
 			}
 			return &v
@@ -52,7 +52,7 @@ func TestHistoryReverifies(t *testing.T) {
 			if err != nil {
 				return "", ""
 			}
-			if lr, ok := res.Data.(*lease.LeaseResult); ok && lr.Lease != nil {
+			if lr := res.Data; lr.Lease != nil {
 				return lr.Lease.Owner, lr.Lease.IdempotencyKey
 			}
 			return "", ""

@@ -119,9 +119,9 @@ func (x execution) ours(lv *lease.LeaseView) bool {
 }
 
 // classifyRenew decides what an answer to a renewal means (pure).
-func classifyRenew(res *Result, err error, x execution) (renewAction, *lease.Error) {
+func classifyRenew(res *Result[lease.LeaseResult], err error, x execution) (renewAction, *lease.Error) {
 	if err == nil {
-		lv := resultLease(res)
+		lv := res.Data.Lease
 		if x.ours(lv) {
 			return actRenewed, nil
 		}
@@ -147,39 +147,6 @@ func notCurrent(lv *lease.LeaseView) *lease.Error {
 	}
 	return lease.Errorf(lease.CodeExecutionNotCurrent, "the lease is now %s by %s (epoch %d, effective %v)",
 		lv.Status, lv.Owner, lv.Epoch, lv.Effective)
-}
-
-// resultLease is the lease a lease or claim result carries (nil if none).
-func resultLease(res *Result) *lease.LeaseView {
-	if res == nil {
-		return nil
-	}
-	switch d := res.Data.(type) {
-	case lease.LeaseResult:
-		return d.Lease
-	case *lease.LeaseResult:
-		return d.Lease
-	case *lease.TodoResult:
-		return d.Lease
-	case lease.TodoResult:
-		return d.Lease
-	}
-	return nil
-}
-
-// resultGoal is the goal a lease or claim result names.
-func resultGoal(res *Result) string {
-	switch d := res.Data.(type) {
-	case lease.LeaseResult:
-		return d.GoalID
-	case *lease.LeaseResult:
-		return d.GoalID
-	case *lease.TodoResult:
-		return d.GoalID
-	case lease.TodoResult:
-		return d.GoalID
-	}
-	return ""
 }
 
 // HeldLease is the lease a Hold holds, as last known.
@@ -211,10 +178,10 @@ type HoldRequest struct {
 
 // holdOps are the store operations a Hold uses (a fake in tests).
 type holdOps interface {
-	Renew(lease.RenewRequest) (*Result, error)
-	Release(lease.ReleaseRequest) (*Result, error)
-	Complete(lease.CompleteRequest) (*Result, error)
-	Inspect(goal, todo string) (*Result, error)
+	Renew(lease.RenewRequest) (*Result[lease.LeaseResult], error)
+	Release(lease.ReleaseRequest) (*Result[lease.LeaseResult], error)
+	Complete(lease.CompleteRequest) (*Result[lease.TodoResult], error)
+	Inspect(goal, todo string) (*Result[lease.LeaseResult], error)
 }
 
 // clock is the time source of a Hold (a fake in tests).
@@ -255,7 +222,7 @@ type Hold struct {
 // and acquires it in one commit, and renews it in the background. The
 // result is the acquire's (or claim's). A refusal or a transient failure
 // of the acquire is returned as is: retry with the same arguments.
-func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, *Result, error) {
+func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, Reply, error) {
 	ttl := time.Duration(req.Acquire.TTLSeconds) * time.Second
 	policy := req.Policy
 	if policy == (HoldPolicy{}) {
@@ -277,33 +244,52 @@ func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, *Result, erro
 	}
 	w := req.Wait
 	w.Stats = stats
-	var sent time.Time
-	attempt := func() (*Result, error) {
-		sent = time.Now()
-		if req.Claim {
+	var (
+		sent    time.Time
+		granted Reply
+		lv      *lease.LeaseView
+		goal    string
+		err     error
+	)
+	if req.Claim {
+		var res *Result[lease.TodoResult]
+		res, err = waitIf(ctx, s, a.Goal, w, func() (*Result[lease.TodoResult], error) {
+			sent = time.Now()
 			return s.Claim(lease.ClaimRequest{Goal: a.Goal, Todo: a.Todo, Actor: a.Owner, LeaseKey: a.IdempotencyKey,
 				LeaseTTLSeconds: a.TTLSeconds})
+		})
+		if res != nil {
+			granted, lv, goal = res, res.Data.Lease, res.Data.GoalID
 		}
-		return s.Acquire(a)
-	}
-	var res *Result
-	var err error
-	if w.Timeout > 0 {
-		res, err = s.waitFor(ctx, a.Goal, w, attempt, waitRefused)
 	} else {
-		res, err = attempt()
+		var res *Result[lease.LeaseResult]
+		res, err = waitIf(ctx, s, a.Goal, w, func() (*Result[lease.LeaseResult], error) {
+			sent = time.Now()
+			return s.Acquire(a)
+		})
+		if res != nil {
+			granted, lv, goal = res, res.Data.Lease, res.Data.GoalID
+		}
 	}
 	if err != nil {
-		return nil, res, err
+		return nil, granted, err
 	}
-	lv := resultLease(res)
 	if lv == nil || lv.Lease == nil || !lv.Effective || lv.Status != lease.LeaseActive {
-		return nil, res, lease.Errorf(lease.CodeLeaseNotActive, "the lease was not granted (%s)", res.Status)
+		return nil, granted, lease.Errorf(lease.CodeLeaseNotActive, "the lease was not granted (%s)", granted.Env().Status)
 	}
-	h := newHold(s, realClock{}, policy, req.OnLost, HeldLease{Goal: resultGoal(res), Todo: lv.TodoID, Owner: lv.Owner,
+	h := newHold(s, realClock{}, policy, req.OnLost, HeldLease{Goal: goal, Todo: lv.TodoID, Owner: lv.Owner,
 		IdempotencyKey: lv.IdempotencyKey, Version: lv.Version, Epoch: lv.Epoch, WriteScopes: lv.WriteScopes,
 		ExpiresAt: lv.ExpiresAt}, a.TTLSeconds, sent).start()
-	return h, res, nil
+	return h, granted, nil
+}
+
+// waitIf decides attempt once, or with a wait timeout waits while it is
+// refused for a waitable reason (waitFor).
+func waitIf[T any](ctx context.Context, s *Store, goal string, w WaitOptions, attempt func() (*Result[T], error)) (*Result[T], error) {
+	if w.Timeout > 0 {
+		return waitFor(ctx, s, goal, w, attempt, waitRefused)
+	}
+	return attempt()
 }
 
 func newHold(ops holdOps, clk clock, policy HoldPolicy, onLost func(*lease.Error), cur HeldLease, ttl int64, lastOK time.Time) *Hold {
@@ -378,7 +364,7 @@ func lostError(cause *lease.Error, cur HeldLease) *lease.Error {
 }
 
 type renewReply struct {
-	res *Result
+	res *Result[lease.LeaseResult]
 	err error
 }
 
@@ -445,20 +431,20 @@ func (h *Hold) loop() {
 			h.lose(deadlineError(h.policy, lastErr))
 			rep = <-ch // the store is the caller's again only after this call
 			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
-				h.adopt(resultLease(rep.res), time.Time{})
+				h.adopt(rep.res.Data.Lease, time.Time{})
 			}
 			return
 		case <-h.stop:
 			rep = <-ch
 			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
-				h.adopt(resultLease(rep.res), sent)
+				h.adopt(rep.res.Data.Lease, sent)
 			}
 			return
 		}
 		act, refusal := classifyRenew(rep.res, rep.err, h.x)
 		switch act {
 		case actRenewed:
-			h.adopt(resultLease(rep.res), sent)
+			h.adopt(rep.res.Data.Lease, sent)
 			lastErr = nil
 			next = h.policy.renewAt(sent, h.rnd())
 		case actRetry:
@@ -490,7 +476,7 @@ func (h *Hold) current(cur HeldLease) (*lease.LeaseView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resultLease(res), nil
+	return res.Data.Lease, nil
 }
 
 // deadlineError is the loss when no renewal succeeded in time.
@@ -509,9 +495,9 @@ func deadlineError(p HoldPolicy, last error) *lease.Error {
 // Transient failures are retried with the same arguments until the lease
 // would have expired; a version_mismatch adopts a newer version of this
 // execution, as renewals do.
-func (h *Hold) Release() (*Result, error) {
+func (h *Hold) Release() (*Result[lease.LeaseResult], error) {
 	h.Stop()
-	return h.finish(func(cur HeldLease) (*Result, error) {
+	return finish(h, func(cur HeldLease) (*Result[lease.LeaseResult], error) {
 		v := cur.Version
 		return h.ops.Release(lease.ReleaseRequest{Goal: cur.Goal, Todo: cur.Todo, Owner: cur.Owner,
 			IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: &v})
@@ -520,16 +506,16 @@ func (h *Hold) Release() (*Result, error) {
 
 // Complete stops renewing and completes the todo with the lease proof,
 // which releases the lease in the same commit (retries as Release).
-func (h *Hold) Complete(evidence []string, note string) (*Result, error) {
+func (h *Hold) Complete(evidence []string, note string) (*Result[lease.TodoResult], error) {
 	h.Stop()
-	return h.finish(func(cur HeldLease) (*Result, error) {
+	return finish(h, func(cur HeldLease) (*Result[lease.TodoResult], error) {
 		return h.ops.Complete(lease.CompleteRequest{Goal: cur.Goal, Todo: cur.Todo, Actor: cur.Owner,
 			Evidence: evidence, Note: note, Proof: &lease.Proof{IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: cur.Version}})
 	})
 }
 
-// finish runs a final operation with the lease proof.
-func (h *Hold) finish(call func(HeldLease) (*Result, error)) (*Result, error) {
+// finish runs a final operation of h with the lease proof.
+func finish[T any](h *Hold, call func(HeldLease) (*Result[T], error)) (*Result[T], error) {
 	resynced := false
 	for {
 		h.mu.Lock()

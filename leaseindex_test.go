@@ -26,7 +26,7 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
 		opts := Options{Now: func() time.Time { return clock }}
 		s := openRepo(repo, opts)
-		must := func(_ *Result, err error) {
+		must := func(_ any, err error) {
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 			if err != nil {
 				return "", "", 0
 			}
-			if lr, ok := res.Data.(*lease.LeaseResult); ok && lr.Lease != nil {
+			if lr := res.Data; lr.Lease != nil {
 				return lr.Lease.Owner, lr.Lease.IdempotencyKey, lr.Lease.Version
 			}
 			return "", "", 0

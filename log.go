@@ -55,7 +55,7 @@ const DefaultLogLimit = 50
 // soon as the limit is reached (or at --since), so a short query on a long
 // history stays short. Every entry shown is verified (verifiedlog.go):
 // from the verified-up-to mark kept beside the store, or commit by commit.
-func (s *Store) Log(q LogQuery) (*Result, error) {
+func (s *Store) Log(q LogQuery) (*Result[LogData], error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLogLimit
 	}
@@ -77,7 +77,7 @@ func (s *Store) Log(q LogQuery) (*Result, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return s.annotate(&Result{Operation: "log", CurrentRevision: revString(head), Data: LogData{Entries: entries}}, time.Time{}), nil
+	return newResult(s, Envelope{Operation: "log", CurrentRevision: revString(head)}, time.Time{}, LogData{Entries: entries}), nil
 }
 
 // walkLog answers q by walking the history from head.

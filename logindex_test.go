@@ -116,7 +116,7 @@ func TestLogIndexEmptyBucketIsKept(t *testing.T) {
 		t.Fatal("pick a todo in another bucket")
 	}
 	res, err := s.Log(LogQuery{Todo: missing, Limit: 20})
-	if err != nil || len(res.Data.(LogData).Entries) != 0 {
+	if err != nil || len(res.Data.Entries) != 0 {
 		t.Fatalf("log of a todo without commits: %v %v", res, err)
 	}
 	ix := s.loadLogIndex(logIndexName(missing))

@@ -300,7 +300,7 @@ type InitData struct {
 
 // Init creates the repository if needed, the state ref and the registry
 // file. It is idempotent.
-func Init(opts Options, in InitOptions) (*Result, error) {
+func Init(opts Options, in InitOptions) (*Result[InitData], error) {
 	dir := opts.Dir
 	if dir == "" {
 		dir = "."
@@ -358,8 +358,8 @@ func Init(opts Options, in InitOptions) (*Result, error) {
 			return nil, mapErr(fmt.Errorf("write registry: %w", err))
 		}
 	}
-	res.Data = InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, res)}
-	return res, nil
+	return &Result[InitData]{Envelope: res.Envelope,
+		Data: InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, &res.Envelope)}}, nil
 }
 
 // mapErr turns store errors into contract errors. Only a decision is exit

@@ -35,7 +35,7 @@ func (f *memFix) open() *Store {
 }
 
 // do applies req through s a second later, and fails the test on an error.
-func (f *memFix) do(s *Store, req any) *Result {
+func (f *memFix) do(s *Store, req any) *Result[any] {
 	f.t.Helper()
 	f.clock = f.clock.Add(time.Second)
 	res, err := s.Apply(lease.CallOf(req))

@@ -3,6 +3,7 @@ package loopx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -118,11 +119,9 @@ func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
 	return v
 }
 
-// decideFunc is one pure read-only decision on a view at a decision time.
-type decideFunc func(v *lease.View, now time.Time) (*lease.Outcome, error)
-
-// read runs a read-only decision on the authority's head.
-func (s *Store) read(decide decideFunc) (*Result, error) {
+// read runs a read-only decision on the authority's head: decide returns
+// the command's payload.
+func read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) (T, error)) (*Result[T], error) {
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
@@ -134,29 +133,75 @@ func (s *Store) read(decide decideFunc) (*Result, error) {
 	v := s.viewOf(sn)
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
-	o, err := decide(v, now)
+	data, err := decide(v, now)
 	s.maybePruneRecordCache() // a long-lived reader follows every version too
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	res := &Result{Operation: o.Operation, CurrentRevision: revString(head), Data: o.Data}
+	res := &Result[T]{Envelope: Envelope{Operation: op, CurrentRevision: revString(head)}, Data: data}
 	if meta, err := v.Meta(); err == nil {
 		// A head dated beyond the skew bound: expiry is judged at the
 		// head's time, not this machine's; say so.
 		res.ClockSkew = lease.SkewOf(clock, sn.Time(), lease.MaxClockSkew(meta))
 	}
-	return s.annotate(res, now), nil
+	s.annotate(&res.Envelope, now)
+	return res, nil
+}
+
+// payloadOf is the payload of a decision's outcome as its operation's own
+// type. The operation table decides every mutation through one signature,
+// whose outcome holds the payload as any (lease.Outcome.Data); this is the
+// one place it is given its type back, and a payload of another type is an
+// error, never a guess.
+func payloadOf[T any](o *lease.Outcome) (T, error) {
+	switch d := o.Data.(type) {
+	case T:
+		return d, nil
+	case *T:
+		if d != nil {
+			return *d, nil
+		}
+	}
+	var zero T
+	return zero, fmt.Errorf("loopx: %s decided a %T payload, not a %T: a bug in loopx", o.Operation, o.Data, zero)
+}
+
+// outcomeOf runs a read-only lease decision that answers with an outcome,
+// and takes its payload.
+func outcomeOf[T any](decide func() (*lease.Outcome, error)) (T, error) {
+	o, err := decide()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return payloadOf[T](o)
+}
+
+// applyAs applies call and gives its result the payload type T of the
+// call's operation (see payloadOf).
+func applyAs[T any](s *Store, call lease.Call) (*Result[T], error) {
+	res, out, err := s.apply(call, true)
+	if err != nil {
+		return nil, err
+	}
+	data, err := payloadOf[T](out)
+	if err != nil {
+		return nil, err
+	}
+	return &Result[T]{Envelope: res.Envelope, Data: data}, nil
 }
 
 // Apply decides one request (a lease.Call: see lease.CallOf and
-// lease.DecodeRequest) as its command does, and commits it.
-func (s *Store) Apply(call lease.Call) (*Result, error) {
-	return s.apply(call, true)
+// lease.DecodeRequest) as its command does, and commits it. Its payload is
+// the operation's (the typed methods, Acquire, Claim..., give it its type).
+func (s *Store) Apply(call lease.Call) (*Result[any], error) {
+	res, _, err := s.apply(call, true)
+	return res, err
 }
 
 // ApplyJSON decodes one request in the wire schema (contract section 7)
 // strictly (at most 1 MiB: lease.DecodeWireRequest) and applies it.
-func (s *Store) ApplyJSON(data []byte) (*Result, error) {
+func (s *Store) ApplyJSON(data []byte) (*Result[any], error) {
 	call, err := lease.DecodeWireRequest(data)
 	if err != nil {
 		return nil, err
@@ -176,11 +221,11 @@ type attempt struct {
 	err      error
 }
 
-// apply runs call's transaction; upgrade lets it first upgrade a store of
-// an older format (once).
-func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
+// apply runs call's transaction, and returns its result and the decision's
+// outcome; upgrade lets it first upgrade a store of an older format (once).
+func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, error) {
 	if err := s.checkOfflineWork(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var last attempt
 	tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
@@ -188,19 +233,19 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result, error) {
 		return last.proposal, last.err
 	})
 	if errors.Is(err, errUpgradeFirst) && upgrade {
-		if _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
-			return nil, err
+		if _, _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
+			return nil, nil, err
 		}
 		return s.apply(call, false)
 	}
 	if err != nil {
-		return nil, s.annotateErr(mapErr(err))
+		return nil, nil, s.annotateErr(mapErr(err))
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
 	s.maybePruneRecordCache()
-	return s.report(last, tx), nil
+	return s.report(last, tx), last.out, nil
 }
 
 // decide makes one decision of call on a snapshot.
@@ -259,10 +304,10 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 }
 
 // report renders what one mutation did in the contract's envelope.
-func (s *Store) report(a attempt, tx gitstore.TxResult) *Result {
+func (s *Store) report(a attempt, tx gitstore.TxResult) *Result[any] {
 	out := a.out
-	res := &Result{Operation: out.Operation, Mutation: true, Status: out.Status, Data: out.Data,
-		Attempts: tx.Attempts, LostRaces: tx.Conflicts}
+	res := &Result[any]{Envelope: Envelope{Operation: out.Operation, Mutation: true, Status: out.Status,
+		Attempts: tx.Attempts, LostRaces: tx.Conflicts}, Data: out.Data}
 	switch {
 	case out.Write:
 		res.Revision = revString(tx.State)
@@ -279,7 +324,8 @@ func (s *Store) report(a attempt, tx gitstore.TxResult) *Result {
 	var head gitstore.Hash
 	res.Projection, res.ProjectionError, head = s.finishBoard(a.board, out, tx)
 	res.CurrentRevision = revString(head)
-	return s.annotate(res, time.Time{})
+	s.annotate(&res.Envelope, time.Time{})
+	return res
 }
 
 // lastApplied finds the newest commit that applied the outcome's operation

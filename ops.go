@@ -15,99 +15,124 @@ func (s *Store) goalOf(v *lease.View, explicit string) (string, error) {
 }
 
 // CreateGoal creates a goal.
-func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result[lease.GoalData], error) {
+	return applyAs[lease.GoalData](s, lease.CallOf(req))
 }
 
 // ArchiveGoal archives a goal, which must be named (never inferred).
-func (s *Store) ArchiveGoal(goal, actor string) (*Result, error) {
-	return s.Apply(lease.CallOf(lease.GoalArchiveRequest{Goal: goal, Actor: actor}))
+func (s *Store) ArchiveGoal(goal, actor string) (*Result[lease.GoalData], error) {
+	return applyAs[lease.GoalData](s, lease.CallOf(lease.GoalArchiveRequest{Goal: goal, Actor: actor}))
 }
 
 // UnarchiveGoal makes an archived goal active again.
-func (s *Store) UnarchiveGoal(goal, actor string) (*Result, error) {
-	return s.Apply(lease.CallOf(lease.GoalUnarchiveRequest{Goal: goal, Actor: actor}))
+func (s *Store) UnarchiveGoal(goal, actor string) (*Result[lease.GoalData], error) {
+	return applyAs[lease.GoalData](s, lease.CallOf(lease.GoalUnarchiveRequest{Goal: goal, Actor: actor}))
+}
+
+// GoalShow is the result of goal show: the goal with its number of
+// registered agents and its todos by status.
+type GoalShow struct {
+	GoalID     string         `json:"goal_id"`
+	Goal       *lease.Goal    `json:"goal"`
+	Agents     int            `json:"agents"`
+	TodoCounts map[string]int `json:"todo_counts"`
 }
 
 // ShowGoal shows a goal with its counts.
-func (s *Store) ShowGoal(goal string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ShowGoal(goal string) (*Result[GoalShow], error) {
+	return read(s, "goal.show", func(v *lease.View, now time.Time) (GoalShow, error) {
 		id, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return GoalShow{}, err
 		}
 		g, err := lease.RequireGoal(v, id)
 		if err != nil {
-			return nil, err
+			return GoalShow{}, err
 		}
 		agents, err := lease.RegisteredAgents(v, id)
 		if err != nil {
-			return nil, err
+			return GoalShow{}, err
 		}
 		todos, err := v.Todos(id)
 		if err != nil {
-			return nil, err
+			return GoalShow{}, err
 		}
 		counts := map[string]int{lease.TodoOpen: 0, lease.TodoDone: 0, lease.TodoSuperseded: 0}
 		for _, t := range todos {
 			counts[t.Status]++
 		}
-		return &lease.Outcome{Operation: "goal.show", Data: map[string]any{
-			"goal_id": id, "goal": g, "agents": len(agents), "todo_counts": counts}}, nil
+		return GoalShow{GoalID: id, Goal: g, Agents: len(agents), TodoCounts: counts}, nil
 	})
 }
 
+// GoalList is the result of goal list.
+type GoalList struct {
+	Goals []*lease.Goal `json:"goals"`
+}
+
+func (d GoalList) jsonFields() []jsonField { return []jsonField{{"goals", d.Goals}} }
+
 // ListGoals lists every goal.
-func (s *Store) ListGoals() (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ListGoals() (*Result[GoalList], error) {
+	return read(s, "goal.list", func(v *lease.View, now time.Time) (GoalList, error) {
 		if _, err := lease.RequireStore(v); err != nil {
-			return nil, err
+			return GoalList{}, err
 		}
 		goals, err := v.Goals()
 		if err != nil {
-			return nil, err
+			return GoalList{}, err
 		}
 		if goals == nil {
 			goals = []*lease.Goal{}
 		}
-		return &lease.Outcome{Operation: "goal.list", Data: map[string]any{"goals": goals}}, nil
+		return GoalList{Goals: goals}, nil
 	})
 }
 
 // RegisterAgent registers an agent in a goal.
-func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) RegisterAgent(req lease.RegisterRequest) (*Result[lease.AgentData], error) {
+	return applyAs[lease.AgentData](s, lease.CallOf(req))
 }
 
 // UnregisterAgent unregisters an agent (itself, or By an orchestrator).
-func (s *Store) UnregisterAgent(req lease.UnregisterRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) UnregisterAgent(req lease.UnregisterRequest) (*Result[lease.AgentData], error) {
+	return applyAs[lease.AgentData](s, lease.CallOf(req))
+}
+
+// AgentList is the result of agent list.
+type AgentList struct {
+	GoalID string         `json:"goal_id"`
+	Agents []*lease.Agent `json:"agents"`
+}
+
+func (d AgentList) jsonFields() []jsonField {
+	return []jsonField{{"goal_id", d.GoalID}, {"agents", d.Agents}}
 }
 
 // ListAgents lists a goal's agent registrations (all, with status).
-func (s *Store) ListAgents(goal string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ListAgents(goal string) (*Result[AgentList], error) {
+	return read(s, "agent.list", func(v *lease.View, now time.Time) (AgentList, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return AgentList{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return AgentList{}, err
 		}
 		agents, err := v.Agents(g)
 		if err != nil {
-			return nil, err
+			return AgentList{}, err
 		}
 		if agents == nil {
 			agents = []*lease.Agent{}
 		}
-		return &lease.Outcome{Operation: "agent.list", Data: map[string]any{"goal_id": g, "agents": agents}}, nil
+		return AgentList{GoalID: g, Agents: agents}, nil
 	})
 }
 
 // AddTodo adds a todo.
-func (s *Store) AddTodo(req lease.AddRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) AddTodo(req lease.AddRequest) (*Result[lease.TodoAddData], error) {
+	return applyAs[lease.TodoAddData](s, lease.CallOf(req))
 }
 
 // VerifyData is the result of verify.
@@ -122,17 +147,17 @@ type VerifyData struct {
 
 // ClockReset recovers a store whose head is dated in the future (see
 // lease.ClockReset; README "When the store's clock ran ahead").
-func (s *Store) ClockReset(req lease.ClockResetRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) ClockReset(req lease.ClockResetRequest) (*Result[lease.ClockResetData], error) {
+	return applyAs[lease.ClockResetData](s, lease.CallOf(req))
 }
 
 // Verify checks every record on the head, and reports boards that are not
 // up to date with the state they should render.
-func (s *Store) Verify() (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) Verify() (*Result[VerifyData], error) {
+	return read(s, "verify", func(v *lease.View, now time.Time) (VerifyData, error) {
 		problems, err := lease.Verify(v)
 		if err != nil {
-			return nil, err
+			return VerifyData{}, err
 		}
 		d := VerifyData{Problems: problems, PendingBoards: []string{}}
 		if problems == nil {
@@ -150,28 +175,34 @@ func (s *Store) Verify() (*Result, error) {
 			d.ClockSkew = lease.SkewOf(s.opts.now(), v.HeadTime, lease.MaxClockSkew(m))
 		}
 		d.OK = len(d.Problems) == 0 && d.ClockSkew == nil
-		return &lease.Outcome{Operation: "verify", Data: d}, nil
+		return d, nil
 	})
+}
+
+// BoardPath is the result of todo project-markdown: the goal and where
+// its board is on the state ref.
+type BoardPath struct {
+	GoalID string `json:"goal_id"`
+	Path   string `json:"path"`
 }
 
 // ProjectMarkdown renders the goal's board from the current head and commits
 // it when it differs. It repairs a pending delivery.
-func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
-	var id string
-	res, err := s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ProjectMarkdown(goal string) (*Result[BoardPath], []byte, error) {
+	res, err := read(s, "todo.project-markdown", func(v *lease.View, now time.Time) (BoardPath, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return BoardPath{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return BoardPath{}, err
 		}
-		id = g
-		return &lease.Outcome{Operation: "todo.project-markdown"}, nil
+		return BoardPath{GoalID: g, Path: lease.BoardPath(g)}, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	id := res.Data.GoalID
 	opts := s.opts
 	s.opts.FailProjection = false
 	status, reason, err := s.deliverBoard(id, true)
@@ -191,15 +222,13 @@ func (s *Store) ProjectMarkdown(goal string) (*Result, []byte, error) {
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	res.Mutation = true
-	res.Status = lease.StatusApplied
+	e := Envelope{Operation: res.Operation, Mutation: true, Status: lease.StatusApplied, ClockSkew: res.ClockSkew}
 	if status == ProjectionNotRequired {
-		res.Status = lease.StatusNoChange
+		e.Status = lease.StatusNoChange
 	}
-	res.Projection, res.ProjectionError = status, reason
-	res.Revision, res.CurrentRevision = revString(head), revString(head)
-	res.Data = map[string]any{"goal_id": id, "path": lease.BoardPath(id)}
-	return s.annotate(res, time.Time{}), board, nil
+	e.Projection, e.ProjectionError = status, reason
+	e.Revision, e.CurrentRevision = revString(head), revString(head)
+	return newResult(s, e, time.Time{}, res.Data), board, nil
 }
 
 // GCData is the result of gc.
@@ -212,36 +241,32 @@ type GCData struct {
 }
 
 // GC packs the store's loose objects under the writer fence.
-func (s *Store) GC() (*Result, error) {
+func (s *Store) GC() (*Result[GCData], error) {
 	st, err := s.git.GC(context.Background())
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	head, _ := s.git.Head()
-	return s.annotate(&Result{Operation: "gc", CurrentRevision: revString(head), Data: GCData{
+	return newResult(s, Envelope{Operation: "gc", CurrentRevision: revString(head)}, time.Time{}, GCData{
 		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
-		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}}, time.Time{}), nil
+		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}), nil
 }
 
 // AddAdmin adds an admin to the store, or replaces an admin's key
 // (contract section 8): by an admin, or by anyone in an open store, which
 // its first admin closes.
-func (s *Store) AddAdmin(req lease.AdminAddRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) AddAdmin(req lease.AdminAddRequest) (*Result[lease.AdminData], error) {
+	return applyAs[lease.AdminData](s, lease.CallOf(req))
 }
 
 // RemoveAdmin removes an admin (by an admin; never the last).
-func (s *Store) RemoveAdmin(req lease.AdminRemoveRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) RemoveAdmin(req lease.AdminRemoveRequest) (*Result[lease.AdminData], error) {
+	return applyAs[lease.AdminData](s, lease.CallOf(req))
 }
 
 // ListAdmins lists the store's admins and its registration mode.
-func (s *Store) ListAdmins() (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
-		d, err := lease.ListAdmins(v)
-		if err != nil {
-			return nil, err
-		}
-		return &lease.Outcome{Operation: "admin.list", Data: d}, nil
+func (s *Store) ListAdmins() (*Result[lease.AdminData], error) {
+	return read(s, "admin.list", func(v *lease.View, now time.Time) (lease.AdminData, error) {
+		return lease.ListAdmins(v)
 	})
 }

@@ -14,7 +14,7 @@ func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
 	logIndexKeep = 2
 	f := newMemFix(t, "agent-a")
 	s := f.s
-	do := func(req any) *Result { t.Helper(); return f.do(s, req) }
+	do := func(req any) *Result[any] { t.Helper(); return f.do(s, req) }
 	v := func(n int64) *int64 { return &n }
 	for _, id := range []string{"todo_aaa", "todo_bbb"} {
 		do(lease.AddRequest{Goal: "g", Todo: id, Text: id, Actor: "agent-a"})

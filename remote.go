@@ -469,17 +469,14 @@ func (ri *RemoteInfo) fill(m map[string]any) {
 	}
 }
 
-// annotate adds to a result its cursor and, for a store with a remote, the
-// remote view.
-func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
-	if res == nil {
-		return res
-	}
-	if res.CurrentRevision != "" {
-		res.Cursor, _ = s.repo.Depth(gitstore.ParseHash(res.CurrentRevision))
+// annotate adds to a result's envelope its cursor and, for a store with a
+// remote, the remote view.
+func (s *Store) annotate(e *Envelope, checkedAt time.Time) {
+	if e.CurrentRevision != "" {
+		e.Cursor, _ = s.repo.Depth(gitstore.ParseHash(e.CurrentRevision))
 	}
 	if s.remote.name == "" {
-		return res
+		return
 	}
 	ri := &RemoteInfo{Name: s.remote.name, Offline: s.remote.offline, CheckedAt: checkedAt}
 	if s.remote.offline {
@@ -490,8 +487,16 @@ func (s *Store) annotate(res *Result, checkedAt time.Time) *Result {
 	if pending, _, err := s.offlinePending(); err == nil {
 		ri.Pending = mutations(pending)
 	}
-	res.Remote = ri
-	return res
+	e.Remote = ri
+}
+
+// newResult is the result of a command that is neither a decision nor a
+// read of one (log, gc, guard, sync...): its envelope annotated with the
+// cursor and remote view, checkedAt the clock reading of a read (zero:
+// none).
+func newResult[T any](s *Store, e Envelope, checkedAt time.Time, data T) *Result[T] {
+	s.annotate(&e, checkedAt)
+	return &Result[T]{Envelope: e, Data: data}
 }
 
 // annotateErr adds to a version_mismatch its current_cursor: the position
@@ -606,7 +611,7 @@ const actionInitCommit = "init-commit"
 // remoteAction is the remote_action init reports: when neither side had a
 // state ref, init's own commit published it, unless another machine
 // published first (init then found it: adopted).
-func remoteAction(action string, res *Result) string {
+func remoteAction(action string, res *Envelope) string {
 	if action != actionInitCommit {
 		return action
 	}

@@ -18,9 +18,11 @@ const (
 	ProjectionNotRequired = "not_required"
 )
 
-// Result is the outcome of one command: the envelope fields of the contract
-// and the command's own fields (Data), merged at the top level in JSON.
-type Result struct {
+// Envelope is the contract's part of every result: what each command
+// reports besides its own fields (JSON: ok, operation, provider,
+// current_provider_revision, current_cursor, and for mutations status,
+// idempotent, revision, projection_delivery).
+type Envelope struct {
 	Operation string
 	// Mutation marks results of commands that can write; they carry the
 	// status, revision and projection fields.
@@ -36,7 +38,6 @@ type Result struct {
 	Projection string
 	// ProjectionError says why a pending board was not delivered.
 	ProjectionError string
-	Data            any
 	// Remote describes the view of a store with a remote (remote.go).
 	Remote *RemoteInfo
 	// ClockSkew is set on reads of a head dated beyond the store's skew
@@ -49,11 +50,41 @@ type Result struct {
 	Attempts, LostRaces int
 }
 
+// Applied reports whether the result is a mutation that wrote (status
+// applied; replayed and no_change wrote nothing).
+func (e *Envelope) Applied() bool {
+	return e != nil && e.Mutation && e.Status == lease.StatusApplied
+}
+
+// Result is the outcome of one command: the envelope and the command's own
+// fields, its payload Data of the operation's own type (lease.LeaseResult
+// for every task-lease operation, lease.TodoResult for the todo
+// mutations, TodoShow for todo show, ...), merged at the top level in JSON.
+type Result[T any] struct {
+	Envelope
+	Data T
+}
+
+// Reply is a result whatever its payload: what the command line and the
+// MCP server print. Every *Result[T] is one.
+type Reply interface {
+	// Env is the result's envelope.
+	Env() *Envelope
+	// WriteJSON writes the result's JSON (see Result.WriteJSON).
+	WriteJSON(w io.Writer) error
+	MarshalJSON() ([]byte, error)
+}
+
+var _ Reply = (*Result[any])(nil)
+
+// Env is the result's envelope.
+func (r *Result[T]) Env() *Envelope { return &r.Envelope }
+
 // MarshalJSON renders the contract's envelope: Data's fields (or Data as
 // "result" when it is not an object) and the envelope's, merged at the top
 // level (the envelope's win), with the keys of every object sorted at every
 // level, as encoding/json sorts a map's (see WriteJSON).
-func (r *Result) MarshalJSON() ([]byte, error) {
+func (r *Result[T]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	if err := r.WriteJSON(&b); err != nil {
 		return nil, err
@@ -65,29 +96,47 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 // made by marshalling Data, decoding it into a map, adding the envelope and
 // marshalling the map (half of a 10,000-todo list, and three copies of its
 // 3 MB in memory); now every value is marshalled once and its objects'
-// keys reordered (sortedjson.go), and the long lists of a map Data (a
-// list's todos) are marshalled and written one element at a time, so the
-// result is never held whole. The bytes are the round trip's
-// (TestResultJSONBytesUnchanged).
-func (r *Result) WriteJSON(w io.Writer) error {
+// keys reordered (sortedjson.go), and the long lists of a payload that
+// names its members (a list's todos: jsonFields) are marshalled and
+// written one element at a time, so the result is never held whole. The
+// bytes are the round trip's (TestResultJSONBytesUnchanged).
+func (r *Result[T]) WriteJSON(w io.Writer) error {
+	return r.Envelope.writeJSON(w, r.Data)
+}
+
+// jsonField is one member of a payload that names its members.
+type jsonField struct {
+	name  string
+	value any
+}
+
+// fielded is a payload that lists its JSON members itself (in any order),
+// so that its long lists are written element by element. Its members are
+// what json.Marshal writes of it (TestResultJSONBytesUnchanged).
+type fielded interface {
+	jsonFields() []jsonField
+}
+
+// writeJSON writes the envelope merged with the payload data.
+func (e *Envelope) writeJSON(w io.Writer, data any) error {
 	var members []jsonMember
 	lazy := map[int]any{} // member index → value written element by element
-	if d, ok := r.Data.(map[string]any); ok && d != nil {
-		for k, v := range d {
-			key, _ := json.Marshal(k)
-			if isLongList(v) {
-				lazy[len(members)] = v
+	if f, ok := data.(fielded); ok {
+		for _, fd := range f.jsonFields() {
+			key, _ := json.Marshal(fd.name)
+			if isLongList(fd.value) {
+				lazy[len(members)] = fd.value
 				members = append(members, jsonMember{key: key})
 				continue
 			}
-			value, err := json.Marshal(v)
+			value, err := json.Marshal(fd.value)
 			if err != nil {
 				return err
 			}
 			members = append(members, jsonMember{key: key, value: value})
 		}
-	} else if r.Data != nil {
-		raw, err := json.Marshal(r.Data)
+	} else if data != nil {
+		raw, err := json.Marshal(data)
 		if err != nil {
 			return err
 		}
@@ -101,25 +150,25 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	}
 	env := map[string]any{}
 	env["ok"] = true
-	env["operation"] = r.Operation
+	env["operation"] = e.Operation
 	env["provider"] = "git"
-	env["current_provider_revision"] = r.CurrentRevision
-	env["current_cursor"] = r.Cursor
-	if r.Remote != nil {
-		r.Remote.fill(env)
+	env["current_provider_revision"] = e.CurrentRevision
+	env["current_cursor"] = e.Cursor
+	if e.Remote != nil {
+		e.Remote.fill(env)
 	}
-	if r.ClockSkew != nil {
-		env["clock_skew"] = r.ClockSkew
+	if e.ClockSkew != nil {
+		env["clock_skew"] = e.ClockSkew
 	}
-	if r.Mutation {
-		env["status"] = r.Status
-		env["idempotent"] = r.Status != "applied"
-		env["revision"] = r.Revision
-		env["projection_delivery"] = r.Projection
-		if r.Projection == ProjectionPending {
+	if e.Mutation {
+		env["status"] = e.Status
+		env["idempotent"] = e.Status != "applied"
+		env["revision"] = e.Revision
+		env["projection_delivery"] = e.Projection
+		if e.Projection == ProjectionPending {
 			env["retry_business_mutation"] = false
-			if r.ProjectionError != "" {
-				env["projection_error"] = r.ProjectionError
+			if e.ProjectionError != "" {
+				env["projection_error"] = e.ProjectionError
 			}
 		}
 	}

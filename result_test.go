@@ -18,7 +18,7 @@ import (
 // was one pass: Data marshalled, decoded into a map, the envelope added,
 // and the map marshalled (which sorts the keys at every level). The bytes
 // of results must not change: testscripts and programs match them.
-func legacyMarshal(r *Result) ([]byte, error) {
+func legacyMarshal(r *Result[any]) ([]byte, error) {
 	m := map[string]any{}
 	if r.Data != nil {
 		raw, err := json.Marshal(r.Data)
@@ -73,6 +73,27 @@ type unsorted struct {
 	Big   int64             `json:"big"`
 }
 
+// fieldedLists names its members (jsonFields), so that its long lists are
+// written element by element, as a todo list's are.
+type fieldedLists struct {
+	Todos     []lease.TodoView `json:"todos"`
+	Agents    []lease.Agent    `json:"agents"`
+	Nested    []*unsorted      `json:"nested"`
+	IDs       []string         `json:"ids"`
+	Nil       []string         `json:"nil"`
+	Empty     []lease.TodoView `json:"empty"`
+	Bytes     []byte           `json:"bytes"`
+	Ptrs      []*lease.Todo    `json:"ptrs"`
+	Status    string           `json:"status"`
+	ByPointer []ptrMarshal     `json:"by_pointer"`
+}
+
+func (d fieldedLists) jsonFields() []jsonField {
+	return []jsonField{{"todos", d.Todos}, {"agents", d.Agents}, {"nested", d.Nested}, {"ids", d.IDs},
+		{"nil", d.Nil}, {"empty", d.Empty}, {"bytes", d.Bytes}, {"ptrs", d.Ptrs}, {"status", d.Status},
+		{"by_pointer", d.ByPointer}}
+}
+
 // ptrMarshal marshals itself only through its pointer.
 type ptrMarshal struct{ n int }
 
@@ -99,29 +120,40 @@ func TestResultJSONBytesUnchanged(t *testing.T) {
 		Tags: map[string]string{"k\"ey": "v", "a\\b": "w", "é": "x"}, Num: 0.1, Big: 1 << 52}
 	for _, c := range []struct {
 		name string
-		r    *Result
+		r    *Result[any]
 	}{
-		{"read", &Result{Operation: "todo.list", CurrentRevision: "abc", Cursor: 7,
-			Data: map[string]any{"goal_id": "g", "todos": []lease.TodoView{tv, tv}, "count": 2}}},
-		{"show with relations", &Result{Operation: "todo.show", Data: map[string]any{"todo": lease.TodoView{Todo: todo,
+		{"read", &Result[any]{Envelope: Envelope{Operation: "todo.list", CurrentRevision: "abc", Cursor: 7}, Data: map[string]any{"goal_id": "g", "todos": []lease.TodoView{tv, tv}, "count": 2}}},
+		{"show with relations", &Result[any]{Envelope: Envelope{Operation: "todo.show"}, Data: map[string]any{"todo": lease.TodoView{Todo: todo,
 			Notes: []lease.NoteView{}, TodoRelations: &lease.TodoRelations{Unblocks: []string{}, Lease: &lv}}}}},
-		{"mutation delivered", &Result{Operation: "task-lease.acquire", Mutation: true, Status: lease.StatusApplied,
-			Revision: "r1", CurrentRevision: "r2", Projection: ProjectionDelivered, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_a"}}},
-		{"mutation pending", &Result{Operation: "todo.add", Mutation: true, Status: lease.StatusReplayed,
-			Projection: ProjectionPending, ProjectionError: "boom <&>", Data: nested}},
-		{"data overrides", &Result{Operation: "x", Data: map[string]any{"ok": false, "operation": "y", "provider": "p", "zz": 1}}},
-		{"remote and skew", &Result{Operation: "log", Remote: &RemoteInfo{Name: "origin", Offline: true, Pending: 2,
-			FetchedAt: at, CheckedAt: at}, ClockSkew: &lease.Skew{HeadTime: "2026-01-02T03:04:05Z", LocalTime: "2026-01-02T03:03:05Z", MaxClockSkewSeconds: 30}, Data: nested}},
-		{"array data", &Result{Operation: "a", Data: []any{map[string]any{"b": 1, "a": 2}}}},
-		{"string data", &Result{Operation: "a", Data: "text"}},
-		{"null data", &Result{Operation: "a", Data: (*unsorted)(nil)}},
-		{"no data", &Result{Operation: "a"}},
-		{"empty object", &Result{Operation: "a", Data: map[string]any{}}},
-		{"agent", &Result{Operation: "agent.list", Data: map[string]any{"agents": []*lease.Agent{{ID: "a", Role: "agent", Status: "registered"}}}}},
-		{"long lists", &Result{Operation: "todo.list", Mutation: true, Status: "applied", Data: map[string]any{
+		{"mutation delivered", &Result[any]{Envelope: Envelope{Operation: "task-lease.acquire", Mutation: true, Status: lease.StatusApplied, Revision: "r1", CurrentRevision: "r2", Projection: ProjectionDelivered}, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_a"}}},
+		{"mutation pending", &Result[any]{Envelope: Envelope{Operation: "todo.add", Mutation: true, Status: lease.StatusReplayed, Projection: ProjectionPending, ProjectionError: "boom <&>"}, Data: nested}},
+		{"data overrides", &Result[any]{Envelope: Envelope{Operation: "x"}, Data: map[string]any{"ok": false, "operation": "y", "provider": "p", "zz": 1}}},
+		{"remote and skew", &Result[any]{Envelope: Envelope{Operation: "log", Remote: &RemoteInfo{Name: "origin", Offline: true, Pending: 2,
+			FetchedAt: at, CheckedAt: at}, ClockSkew: &lease.Skew{HeadTime: "2026-01-02T03:04:05Z", LocalTime: "2026-01-02T03:03:05Z", MaxClockSkewSeconds: 30}}, Data: nested}},
+		{"array data", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: []any{map[string]any{"b": 1, "a": 2}}}},
+		{"string data", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: "text"}},
+		{"null data", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: (*unsorted)(nil)}},
+		{"no data", &Result[any]{Envelope: Envelope{Operation: "a"}}},
+		{"empty object", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: map[string]any{}}},
+		{"agent", &Result[any]{Envelope: Envelope{Operation: "agent.list"}, Data: map[string]any{"agents": []*lease.Agent{{ID: "a", Role: "agent", Status: "registered"}}}}},
+		{"long lists", &Result[any]{Envelope: Envelope{Operation: "todo.list", Mutation: true, Status: "applied"}, Data: map[string]any{
 			"todos": long(tv), "agents": long(lease.Agent{ID: "a", Role: "agent", Status: "registered"}),
 			"nested": long(nested), "ids": long("x<y"), "nil": []string(nil), "empty": []lease.TodoView{},
 			"bytes": make([]byte, 100), "ptrs": long(&todo), "status": "overridden", "by_pointer": long(ptrMarshal{})}}},
+		{"long fielded lists", &Result[any]{Envelope: Envelope{Operation: "todo.list", Mutation: true, Status: "applied"}, Data: fieldedLists{
+			Todos: long(tv), Agents: long(lease.Agent{ID: "a", Role: "agent", Status: "registered"}),
+			Nested: long(nested), IDs: long("x<y"), Empty: []lease.TodoView{},
+			Bytes: make([]byte, 100), Ptrs: long(&todo), Status: "overridden", ByPointer: long(ptrMarshal{})}}},
+		// The payloads of the reads, which name their members.
+		{"todo list", &Result[any]{Envelope: Envelope{Operation: "todo.list", CurrentRevision: "abc", Cursor: 7},
+			Data: TodoList{GoalID: "g", Todos: long(tv), Count: 100}}},
+		{"short todo list", &Result[any]{Envelope: Envelope{Operation: "todo.list"}, Data: TodoList{GoalID: "g", Todos: []lease.TodoView{tv}, Count: 1}}},
+		{"ready list", &Result[any]{Envelope: Envelope{Operation: "todo.ready"}, Data: ReadyList{GoalID: "g", AgentID: "agent-a", Todos: long(tv), Count: 100}}},
+		{"empty ready list", &Result[any]{Envelope: Envelope{Operation: "todo.ready"}, Data: ReadyList{GoalID: "g", Todos: []lease.TodoView{}}}},
+		{"goal list", &Result[any]{Envelope: Envelope{Operation: "goal.list"}, Data: GoalList{Goals: long(&lease.Goal{ID: "g", Title: "<t>"})}}},
+		{"agent list", &Result[any]{Envelope: Envelope{Operation: "agent.list"}, Data: AgentList{GoalID: "g", Agents: long(&lease.Agent{ID: "a", Role: "agent"})}}},
+		{"todo show", &Result[any]{Envelope: Envelope{Operation: "todo.show"}, Data: TodoShow{GoalID: "g", TodoID: "todo_a", Status: "open",
+			Todo: lease.TodoView{Todo: todo, TodoRelations: &lease.TodoRelations{Unblocks: []string{}, Lease: &lv}}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want, err := legacyMarshal(c.r)
@@ -346,7 +378,7 @@ func TestTodoViewJSON(t *testing.T) {
 			views[i].TodoRelations.Lease = nil
 		}
 	}
-	res := &Result{Operation: "todo.list", Data: map[string]any{"todos": views, "count": len(views)}}
+	res := &Result[any]{Envelope: Envelope{Operation: "todo.list"}, Data: map[string]any{"todos": views, "count": len(views)}}
 	// The map round trip of legacyMarshal rewrites what it decodes
 	// (invalid UTF-8, large integers); WriteJSON's bytes are those of
 	// encoding/json with the keys sorted.
@@ -400,8 +432,7 @@ func BenchmarkTodoListJSON(b *testing.B) {
 			DependsOn: []string{}, RequiredWriteScopes: []string{fmt.Sprintf("seed/%d/**", i)}, ExcludedAgents: []string{},
 			Evidence: []string{}, CreatedAt: at, UpdatedAt: at}, Notes: []lease.NoteView{}}
 	}
-	res := &Result{Operation: "todo.list", CurrentRevision: "2a27fd68c12935a3ee234b31ee03b99e11081da7", Cursor: 7,
-		Data: map[string]any{"goal_id": "g", "todos": views, "count": len(views)}}
+	res := &Result[any]{Envelope: Envelope{Operation: "todo.list", CurrentRevision: "2a27fd68c12935a3ee234b31ee03b99e11081da7", Cursor: 7}, Data: map[string]any{"goal_id": "g", "todos": views, "count": len(views)}}
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

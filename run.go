@@ -78,19 +78,27 @@ type RunResult struct {
 	// not); the command was then sent SIGTERM.
 	Lost *lease.Error
 	// Acquired is the result of the acquire (or claim).
-	Acquired *Result
+	Acquired Reply
 	// Lease is the lease as last known (version after the last renewal).
 	Lease HeldLease
 	// Renewals counts the successful renewals.
 	Renewals int
 	// Finished is the release (or completion) after the command, FinishErr
 	// its error; Completed tells which it was.
-	Finished  *Result
+	Finished  Reply
 	FinishErr error
 	Completed bool
 	// Interrupted is the signal that ended the run before the command
 	// started (nil if it started).
 	Interrupted os.Signal
+}
+
+// reply is a result as a Reply (nil for none).
+func reply[T any](r *Result[T], err error) (Reply, error) {
+	if r == nil {
+		return nil, err
+	}
+	return r, err
 }
 
 // Env returns the LOOPX_* variables a command run under l gets.
@@ -148,7 +156,7 @@ func (s *Store) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if early != nil {
 		out := &RunResult{ExitCode: signalStatus(early), Acquired: acq, Interrupted: early}
 		if err == nil {
-			out.Finished, out.FinishErr = h.Release()
+			out.Finished, out.FinishErr = reply(h.Release())
 			out.Lease = h.Lease()
 		}
 		return out, nil
@@ -172,7 +180,7 @@ func (s *Store) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			out.ExitCode = 127
 		}
-		out.Finished, out.FinishErr = h.Release()
+		out.Finished, out.FinishErr = reply(h.Release())
 		out.Lease = h.Lease()
 		return out, lease.Errorf(lease.CodeInvalidRequest, "cannot run %s: %v", req.Command[0], err)
 	}
@@ -211,12 +219,12 @@ wait:
 	}
 	if req.CompleteOnSuccess && out.ExitCode == 0 {
 		out.Completed = true
-		out.Finished, out.FinishErr = h.Complete(req.Evidence, req.Note)
+		out.Finished, out.FinishErr = reply(h.Complete(req.Evidence, req.Note))
 		if out.FinishErr != nil {
 			_, _ = h.Release() // the completion was refused: do not leave the lease to expire
 		}
 	} else {
-		out.Finished, out.FinishErr = h.Release()
+		out.Finished, out.FinishErr = reply(h.Release())
 	}
 	out.Lease = h.Lease()
 	return out, nil

@@ -129,7 +129,7 @@ func oneLine(s string, n int) string {
 // comment). A refused push is an error whose code is the first refusal's,
 // whose message has one line per refused commit, and whose details list
 // them (refused).
-func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result, error) {
+func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result[ServerHookData], error) {
 	refs := req.Refs
 	if len(refs) == 0 {
 		refs = []string{s.git.Ref()}
@@ -149,7 +149,7 @@ func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result, error) {
 		}
 	}
 	boards.save()
-	res := &Result{Operation: "server-hook.pre-receive", Data: d}
+	res := &Result[ServerHookData]{Envelope: Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
 	if len(d.Refused) == 0 {
 		return res, nil
 	}
@@ -305,7 +305,7 @@ type ServerHookInstallData struct {
 // block runs `exe server-hook pre-receive --ref R...` (exe: this loopx by
 // its absolute path, else `loopx` on PATH). A push to a state ref while
 // loopx cannot be found is refused: the check fails closed.
-func (s *Store) ServerHookInstall(refs []string, exe string) (*Result, error) {
+func (s *Store) ServerHookInstall(refs []string, exe string) (*Result[ServerHookInstallData], error) {
 	if len(refs) == 0 {
 		refs = []string{s.git.Ref()}
 	}
@@ -321,7 +321,8 @@ func (s *Store) ServerHookInstall(refs []string, exe string) (*Result, error) {
 	if exe == "" {
 		exe = "loopx"
 	}
-	return &Result{Operation: "server-hook.install", Data: ServerHookInstallData{Hook: path, Refs: refs, Changed: changed, Loopx: exe}}, nil
+	return &Result[ServerHookInstallData]{Envelope: Envelope{Operation: "server-hook.install"},
+		Data: ServerHookInstallData{Hook: path, Refs: refs, Changed: changed, Loopx: exe}}, nil
 }
 
 // serverHookSnippet is loopx's block in a server's pre-receive hook.

@@ -141,7 +141,7 @@ func BenchmarkServerHook(b *testing.B) {
 						b.Fatalf("the hook refused an honest push: %v", err)
 					}
 					srv.Close()
-					commits += res.Data.(*ServerHookData).Checked
+					commits += res.Data.Checked
 				}
 				hook() // the server's first board render (its model cache is empty)
 				commits = 0

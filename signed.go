@@ -223,6 +223,6 @@ func (s *Store) checkSignature(c gitstore.CommitMeta, parent *gitstore.Snapshot,
 }
 
 // RotateKey replaces an agent's signing key (agent.rotate-key).
-func (s *Store) RotateKey(req lease.RotateKeyRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) RotateKey(req lease.RotateKeyRequest) (*Result[lease.RotateKeyData], error) {
+	return applyAs[lease.RotateKeyData](s, lease.CallOf(req))
 }

@@ -11,13 +11,13 @@ import (
 // soonest expiry first, the holders no longer in force that were not taken
 // over yet, and the todos ready now for agent ("" for anybody). See
 // lease.Status for the judgements.
-func (s *Store) Status(goal, agent string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) Status(goal, agent string) (*Result[lease.StatusData], error) {
+	return read(s, lease.OpStatus, func(v *lease.View, now time.Time) (lease.StatusData, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return lease.StatusData{}, err
 		}
-		return lease.Status(v, g, agent, now)
+		return outcomeOf[lease.StatusData](func() (*lease.Outcome, error) { return lease.Status(v, g, agent, now) })
 	})
 }
 
@@ -48,11 +48,11 @@ func (s *Store) nextExpiry(goal string) (d time.Duration, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	o, err := lease.Status(v, g, "", now)
+	st, err := outcomeOf[lease.StatusData](func() (*lease.Outcome, error) { return lease.Status(v, g, "", now) })
 	if err != nil {
 		return 0, false
 	}
-	next := o.Data.(*lease.StatusData).NextExpiry
+	next := st.NextExpiry
 	if next == nil {
 		return 0, false
 	}

@@ -24,9 +24,8 @@ type SyncEntry struct {
 	// "refused" when the server's head now refuses the request.
 	Status string `json:"status"`
 	// Revision is the server commit of the result (applied or replayed).
-	Revision string      `json:"revision,omitempty"`
-	Error    *SyncError  `json:"error,omitempty"`
-	Result   interface{} `json:"result,omitempty"`
+	Revision string     `json:"revision,omitempty"`
+	Error    *SyncError `json:"error,omitempty"`
 }
 
 // SyncError is the refusal of a replayed mutation.
@@ -55,7 +54,7 @@ type SyncData struct {
 // fetches and fast-forwards the local ref. A transient failure stops it
 // (remote_unavailable, store_conflict): what was done is remembered and the
 // next sync continues from there.
-func (s *Store) Sync() (*Result, error) {
+func (s *Store) Sync() (*Result[SyncData], error) {
 	if s.remote.name == "" {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "this store has no remote: use --remote NAME, or `loopx init --remote NAME`")
 	}
@@ -134,8 +133,7 @@ func (s *Store) Sync() (*Result, error) {
 	if rest, _, err := s.offlinePending(); err == nil {
 		d.Pending = mutations(rest)
 	}
-	res := &Result{Operation: "sync", CurrentRevision: revString(head), Data: d}
-	res = online.annotate(res, time.Time{})
+	res := newResult(&online, Envelope{Operation: "sync", CurrentRevision: revString(head)}, time.Time{}, d)
 	if d.Refused > 0 {
 		// Some offline work did not land: say so with exit 1, listing
 		// each refusal (the code is the first refusal's own).
@@ -159,7 +157,7 @@ func (s *Store) Sync() (*Result, error) {
 // the server's head. A request written by loopx before requests were
 // versioned (base64 of {"op", "request"}) is read by the legacy decoder,
 // so offline work made by an older loopx still syncs.
-func (s *Store) replayCommit(c offlineCommit) (*Result, error) {
+func (s *Store) replayCommit(c offlineCommit) (*Result[any], error) {
 	call, err := offlineRequest(c)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func TestLogVerifiesWhatItShows(t *testing.T) {
 			t.Fatal(err)
 		}
 		judged[q.Agent] = s.judged
-		return res.Data.(LogData).Entries
+		return res.Data.Entries
 	}
 
 	// Far behind (no mark, more than markCatchUp commits): each entry shown.

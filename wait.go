@@ -112,19 +112,19 @@ const expirySlack = 50 * time.Millisecond
 
 // AcquireWait is Acquire with --wait: while the lease is held by another
 // effective execution or a scope conflicts, it waits (up to w.Timeout).
-func (s *Store) AcquireWait(ctx context.Context, req lease.AcquireRequest, w WaitOptions) (*Result, error) {
-	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.Acquire(req) }, waitRefused)
+func (s *Store) AcquireWait(ctx context.Context, req lease.AcquireRequest, w WaitOptions) (*Result[lease.LeaseResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.LeaseResult], error) { return s.Acquire(req) }, waitRefused)
 }
 
 // ClaimWait is Claim with --wait (used by `loopx run --claim --wait`).
-func (s *Store) ClaimWait(ctx context.Context, req lease.ClaimRequest, w WaitOptions) (*Result, error) {
-	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.Claim(req) }, waitRefused)
+func (s *Store) ClaimWait(ctx context.Context, req lease.ClaimRequest, w WaitOptions) (*Result[lease.TodoResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.TodoResult], error) { return s.Claim(req) }, waitRefused)
 }
 
 // ReadyClaimWait is ReadyClaim with --wait: while nothing is ready (or the
 // one ready todo cannot be claimed for a waitable reason) it waits.
-func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest, w WaitOptions) (*Result, error) {
-	return s.waitFor(ctx, req.Goal, w, func() (*Result, error) { return s.ReadyClaim(req) }, func(res *Result, err error) bool {
+func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest, w WaitOptions) (*Result[lease.TodoResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.TodoResult], error) { return s.ReadyClaim(req) }, func(res *Result[lease.TodoResult], err error) bool {
 		if err != nil {
 			return Waitable(err)
 		}
@@ -132,20 +132,19 @@ func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest,
 	})
 }
 
-func waitRefused(_ *Result, err error) bool { return Waitable(err) }
+func waitRefused[T any](_ *Result[T], err error) bool { return Waitable(err) }
 
 // nothingClaimed reports a ready --claim that found nothing to claim.
-func nothingClaimed(res *Result) bool {
+func nothingClaimed(res *Result[lease.TodoResult]) bool {
 	if res == nil || res.Status != lease.StatusNoChange {
 		return false
 	}
-	tr, ok := res.Data.(*lease.TodoResult)
-	return ok && tr.Claimed != nil && !*tr.Claimed
+	return res.Data.Claimed != nil && !*res.Data.Claimed
 }
 
 // waitFor decides attempt until it is not blocked or the deadline passes
 // (see the file comment).
-func (s *Store) waitFor(ctx context.Context, goal string, w WaitOptions, attempt func() (*Result, error), blocked func(*Result, error) bool) (*Result, error) {
+func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, attempt func() (*Result[T], error), blocked func(*Result[T], error) bool) (*Result[T], error) {
 	stats := w.Stats
 	if stats == nil {
 		stats = &WaitStats{}

@@ -30,14 +30,14 @@ func TestWaitable(t *testing.T) {
 	}
 	no, yes := false, true
 	claimCases := []struct {
-		res  *Result
+		res  *Result[lease.TodoResult]
 		want bool
 	}{
 		{nil, false},
-		{&Result{Status: lease.StatusNoChange, Data: &lease.TodoResult{Claimed: &no}}, true},
-		{&Result{Status: lease.StatusNoChange, Data: &lease.TodoResult{Claimed: &yes}}, false}, // re-claim of its own todo
-		{&Result{Status: lease.StatusApplied, Data: &lease.TodoResult{Claimed: &yes}}, false},
-		{&Result{Status: lease.StatusNoChange, Data: &lease.TodoResult{}}, false},
+		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &no}}, true},
+		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &yes}}, false}, // re-claim of its own todo
+		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusApplied}, Data: lease.TodoResult{Claimed: &yes}}, false},
+		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{}}, false},
 	}
 	for i, c := range claimCases {
 		if got := nothingClaimed(c.res); got != c.want {

@@ -10,30 +10,39 @@ import (
 // contract's defaults (goal, acting agent) on the head it decides on, then
 // calls one pure decision.
 
+// TodoShow is the result of todo show: the todo with its relations and
+// lease, its status and its effective claim ("" for none) repeated at the
+// top level (`loopx todo show | jq .claimed_by`).
+type TodoShow struct {
+	GoalID    string         `json:"goal_id"`
+	TodoID    string         `json:"todo_id"`
+	Status    string         `json:"status"`
+	ClaimedBy string         `json:"claimed_by"`
+	Todo      lease.TodoView `json:"todo"`
+}
+
 // ShowTodo shows a todo with its relations and lease.
-func (s *Store) ShowTodo(goal, todo string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ShowTodo(goal, todo string) (*Result[TodoShow], error) {
+	return read(s, "todo.show", func(v *lease.View, now time.Time) (TodoShow, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
-			return nil, err
+			return TodoShow{}, err
 		}
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return TodoShow{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return TodoShow{}, err
 		}
 		t, err := lease.RequireTodo(v, g, todo)
 		if err != nil {
-			return nil, err
+			return TodoShow{}, err
 		}
 		tv, err := lease.ViewTodo(v, g, t, now, true)
 		if err != nil {
-			return nil, err
+			return TodoShow{}, err
 		}
-		return &lease.Outcome{Operation: "todo.show", Data: map[string]any{
-			"goal_id": g, "todo_id": t.ID, "status": t.Status,
-			"claimed_by": lease.EffectiveClaimant(t, now), "todo": tv}}, nil
+		return TodoShow{GoalID: g, TodoID: t.ID, Status: t.Status, ClaimedBy: lease.EffectiveClaimant(t, now), Todo: tv}, nil
 	})
 }
 
@@ -42,121 +51,141 @@ type TodoFilter struct {
 	Goal, Status, Agent string
 }
 
+// TodoList is the result of todo list: a goal's todos (without
+// relations), highest priority first.
+type TodoList struct {
+	GoalID string           `json:"goal_id"`
+	Todos  []lease.TodoView `json:"todos"`
+	Count  int              `json:"count"`
+}
+
+func (d TodoList) jsonFields() []jsonField {
+	return []jsonField{{"goal_id", d.GoalID}, {"todos", d.Todos}, {"count", d.Count}}
+}
+
+// ReadyList is the result of todo ready: the todos agent may take now.
+type ReadyList struct {
+	GoalID  string           `json:"goal_id"`
+	AgentID string           `json:"agent_id"`
+	Todos   []lease.TodoView `json:"todos"`
+	Count   int              `json:"count"`
+}
+
+func (d ReadyList) jsonFields() []jsonField {
+	return []jsonField{{"goal_id", d.GoalID}, {"agent_id", d.AgentID}, {"todos", d.Todos}, {"count", d.Count}}
+}
+
 // ListTodos lists a goal's todos, highest priority first.
-func (s *Store) ListTodos(f TodoFilter) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) ListTodos(f TodoFilter) (*Result[TodoList], error) {
+	return read(s, "todo.list", func(v *lease.View, now time.Time) (TodoList, error) {
 		g, err := s.goalOf(v, f.Goal)
 		if err != nil {
-			return nil, err
+			return TodoList{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return TodoList{}, err
 		}
 		if f.Status != "" && f.Status != lease.TodoOpen && f.Status != lease.TodoDone && f.Status != lease.TodoSuperseded {
-			return nil, lease.Errorf(lease.CodeInvalidRequest, "--status %q: want open, done or superseded", f.Status)
+			return TodoList{}, lease.Errorf(lease.CodeInvalidRequest, "--status %q: want open, done or superseded", f.Status)
 		}
 		if f.Agent != "" {
 			if err := lease.CheckAgentID("agent id", f.Agent); err != nil {
-				return nil, err
+				return TodoList{}, err
 			}
 		}
 		todos, err := lease.ListTodos(v, g, f.Status, f.Agent, now)
 		if err != nil {
-			return nil, err
+			return TodoList{}, err
 		}
 		views, err := lease.ViewTodos(v, g, todos, now)
 		if err != nil {
-			return nil, err
+			return TodoList{}, err
 		}
-		return &lease.Outcome{Operation: "todo.list", Data: map[string]any{"goal_id": g, "todos": views, "count": len(views)}}, nil
+		return TodoList{GoalID: g, Todos: views, Count: len(views)}, nil
 	})
 }
 
 // Ready lists the todos an agent may take now, highest priority first.
-func (s *Store) Ready(goal, agent string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) Ready(goal, agent string) (*Result[ReadyList], error) {
+	return read(s, "todo.ready", func(v *lease.View, now time.Time) (ReadyList, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return ReadyList{}, err
 		}
 		if _, err := lease.RequireGoal(v, g); err != nil {
-			return nil, err
+			return ReadyList{}, err
 		}
 		a, err := lease.ResolveActor(v, g, agent, "")
 		if err != nil {
-			return nil, err
+			return ReadyList{}, err
 		}
 		todos, err := lease.Ready(v, g, a, now)
 		if err != nil {
-			return nil, err
+			return ReadyList{}, err
 		}
 		views, err := lease.ViewTodos(v, g, todos, now)
 		if err != nil {
-			return nil, err
+			return ReadyList{}, err
 		}
-		return &lease.Outcome{Operation: "todo.ready", Data: map[string]any{"goal_id": g, "agent_id": a, "todos": views, "count": len(views)}}, nil
+		return ReadyList{GoalID: g, AgentID: a, Todos: views, Count: len(views)}, nil
 	})
 }
 
 // ReadyClaim claims the first todo the agent may take, atomically.
-func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) ReadyClaim(req lease.ReadyClaimRequest) (*Result[lease.TodoResult], error) {
+	return applyAs[lease.TodoResult](s, lease.CallOf(req))
 }
 
 // Claim claims a todo (optionally acquiring its lease in the same commit).
-func (s *Store) Claim(req lease.ClaimRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Claim(req lease.ClaimRequest) (*Result[lease.TodoResult], error) {
+	return applyAs[lease.TodoResult](s, lease.CallOf(req))
 }
 
 // Update updates a todo.
-func (s *Store) Update(req lease.UpdateRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Update(req lease.UpdateRequest) (*Result[lease.TodoResult], error) {
+	return applyAs[lease.TodoResult](s, lease.CallOf(req))
 }
 
 // Complete completes a todo, releasing its verified lease in the same commit.
-func (s *Store) Complete(req lease.CompleteRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Complete(req lease.CompleteRequest) (*Result[lease.TodoResult], error) {
+	return applyAs[lease.TodoResult](s, lease.CallOf(req))
 }
 
 // Supersede closes a todo as superseded.
-func (s *Store) Supersede(req lease.SupersedeRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Supersede(req lease.SupersedeRequest) (*Result[lease.TodoResult], error) {
+	return applyAs[lease.TodoResult](s, lease.CallOf(req))
 }
 
 // Acquire acquires (or takes over) a todo's task lease.
-func (s *Store) Acquire(req lease.AcquireRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Acquire(req lease.AcquireRequest) (*Result[lease.LeaseResult], error) {
+	return applyAs[lease.LeaseResult](s, lease.CallOf(req))
 }
 
 // Renew renews the current execution's lease.
-func (s *Store) Renew(req lease.RenewRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Renew(req lease.RenewRequest) (*Result[lease.LeaseResult], error) {
+	return applyAs[lease.LeaseResult](s, lease.CallOf(req))
 }
 
 // Transfer hands the lease (and with TransferClaim the claim) to another agent.
-func (s *Store) Transfer(req lease.TransferRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Transfer(req lease.TransferRequest) (*Result[lease.LeaseResult], error) {
+	return applyAs[lease.LeaseResult](s, lease.CallOf(req))
 }
 
 // Release releases the current execution's lease.
-func (s *Store) Release(req lease.ReleaseRequest) (*Result, error) {
-	return s.Apply(lease.CallOf(req))
+func (s *Store) Release(req lease.ReleaseRequest) (*Result[lease.LeaseResult], error) {
+	return applyAs[lease.LeaseResult](s, lease.CallOf(req))
 }
 
 // Inspect reads a todo's current lease and whether it is effective.
-func (s *Store) Inspect(goal, todo string) (*Result, error) {
-	return s.read(func(v *lease.View, now time.Time) (*lease.Outcome, error) {
+func (s *Store) Inspect(goal, todo string) (*Result[lease.LeaseResult], error) {
+	return read(s, lease.OpLeaseInspect, func(v *lease.View, now time.Time) (lease.LeaseResult, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
-			return nil, err
+			return lease.LeaseResult{}, err
 		}
 		g, err := s.goalOf(v, goal)
 		if err != nil {
-			return nil, err
+			return lease.LeaseResult{}, err
 		}
-		o, err := lease.Inspect(v, g, todo, now)
-		if err != nil {
-			return nil, err
-		}
-		return o, nil
+		return outcomeOf[lease.LeaseResult](func() (*lease.Outcome, error) { return lease.Inspect(v, g, todo, now) })
 	})
 }

@@ -99,7 +99,7 @@ type tool struct {
 	schema            map[string]any
 	readOnly          bool
 	idempotent        bool
-	run               func(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, error)
+	run               func(ctx context.Context, s *loopx.Store, c *call) (loopx.Reply, error)
 }
 
 func (t tool) sdkTool() *sdk.Tool {
@@ -163,7 +163,7 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
 
 // okResult carries the command's JSON envelope as text and as structured
 // content.
-func okResult(r *loopx.Result) *sdk.CallToolResult {
+func okResult(r loopx.Reply) *sdk.CallToolResult {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return errorResult(err)
@@ -241,7 +241,7 @@ func (c *call) request(id string) ([]byte, error) {
 
 // apply decodes the call's request of schema id strictly and applies it
 // (`loopx apply`'s path).
-func (c *call) apply(s *loopx.Store, id string) (*loopx.Result, error) {
+func (c *call) apply(s *loopx.Store, id string) (loopx.Reply, error) {
 	data, err := c.request(id)
 	if err != nil {
 		return nil, err

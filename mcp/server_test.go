@@ -27,7 +27,7 @@ func apiStore(t testing.TB) loopx.Options {
 	}
 	s := openStore(t, o)
 	defer s.Close()
-	must := func(_ *loopx.Result, err error) {
+	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)

@@ -99,7 +99,7 @@ func tools() []tool {
 			schema: withDesc(requestSchema(schemaTransfer, map[string]any{argTransferClaim: transferClaimProp}),
 				"The fields of a "+schemaTransfer+" request, or with transfer_claim: true of a "+schemaTransferClaim+" request (docs/request-schema.json)."),
 			idempotent: true,
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+			run: func(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 				joint, err := c.popBool(argTransferClaim)
 				if err != nil {
 					return nil, err
@@ -135,7 +135,7 @@ func tools() []tool {
 			name: "show", title: "Show a todo", readOnly: true,
 			desc:   "Read a todo (loopx todo show): its text, status, effective claim (claimed_by), notes, dependencies, what it unblocks, and its lease.",
 			schema: argsSchema(todoArgs{}, "Which todo to show."),
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+			run: func(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 				var a todoArgs
 				if err := readArgs(c, &a); err != nil {
 					return nil, err
@@ -147,7 +147,7 @@ func tools() []tool {
 			name: "inspect", title: "Inspect a task lease", readOnly: true,
 			desc:   `Read a todo's current task lease (loopx task-lease inspect): owner, idempotency_key, version, epoch, status, write scopes, expiry and whether it is "effective" now (null when the todo never had one).`,
 			schema: argsSchema(todoArgs{}, "Which todo's lease to inspect."),
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+			run: func(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 				var a todoArgs
 				if err := readArgs(c, &a); err != nil {
 					return nil, err
@@ -159,7 +159,7 @@ func tools() []tool {
 			name: "status", title: "Who holds what", readOnly: true,
 			desc:   "Who holds what in a goal (loopx status): the claims and leases in force with owner, epoch, write scopes and seconds left, soonest expiry first; the holders no longer in force not yet taken over; and the todos ready now (for agent_id, or for anybody).",
 			schema: argsSchema(statusArgs{}, "Which goal, and whose ready todos."),
-			run: func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+			run: func(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 				var a statusArgs
 				if err := readArgs(c, &a); err != nil {
 					return nil, err
@@ -183,11 +183,11 @@ func withDesc(s map[string]any, desc string) map[string]any {
 
 // applying is the run of a tool whose arguments are one request of schema
 // id.
-func applying(id string) func(context.Context, *loopx.Store, *call) (*loopx.Result, error) {
-	return func(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) { return c.apply(s, id) }
+func applying(id string) func(context.Context, *loopx.Store, *call) (loopx.Reply, error) {
+	return func(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) { return c.apply(s, id) }
 }
 
-func runReady(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+func runReady(ctx context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 	claim, err := c.popBool(argClaim)
 	if err != nil {
 		return nil, err
@@ -204,20 +204,20 @@ func runReady(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, erro
 		}
 		return s.Ready(a.Goal, a.Agent)
 	}
-	return applyWaiting(s, c, schemaReadyClaim, func(req lease.Call, w loopx.WaitOptions) (*loopx.Result, error) {
+	return applyWaiting(s, c, schemaReadyClaim, func(req lease.Call, w loopx.WaitOptions) (loopx.Reply, error) {
 		return s.ReadyClaimWait(ctx, *req.Req.(*lease.ReadyClaimRequest), w)
 	})
 }
 
-func runAcquire(ctx context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
-	return applyWaiting(s, c, schemaAcquire, func(req lease.Call, w loopx.WaitOptions) (*loopx.Result, error) {
+func runAcquire(ctx context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
+	return applyWaiting(s, c, schemaAcquire, func(req lease.Call, w loopx.WaitOptions) (loopx.Reply, error) {
 		return s.AcquireWait(ctx, *req.Req.(*lease.AcquireRequest), w)
 	})
 }
 
 // applyWaiting applies the call's request of schema, through wait when the
 // call gives wait_seconds.
-func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, loopx.WaitOptions) (*loopx.Result, error)) (*loopx.Result, error) {
+func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, loopx.WaitOptions) (loopx.Reply, error)) (loopx.Reply, error) {
 	d, waiting, err := c.popWait()
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, 
 }
 
 // runLog reads the audit trail with the checks of `loopx log`.
-func runLog(_ context.Context, s *loopx.Store, c *call) (*loopx.Result, error) {
+func runLog(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 	var a logArgs
 	if err := readArgs(c, &a); err != nil {
 		return nil, err

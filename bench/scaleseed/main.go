@@ -64,7 +64,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	apply := func(req any) *lx.Result {
+	apply := func(req any) *lx.Result[any] {
 		res, err := s.Apply(lease.CallOf(req))
 		if err != nil {
 			log.Fatalf("%T %+v: %v", req, req, err)

@@ -38,7 +38,7 @@ signatures, the admin's signature proves it). See docs/SECURITY.md.`,
 				}
 				add.SigningKey = key
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.AddAdmin(add) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.AddAdmin(add) })
 		},
 	}
 	addCmd.Flags().StringVar(&add.Admin, "admin-id", "", "the admin to add (an id like an agent id)")
@@ -51,7 +51,7 @@ signatures, the admin's signature proves it). See docs/SECURITY.md.`,
 		Example: "  loopx admin remove --admin-id ops --by root",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.RemoveAdmin(rm) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.RemoveAdmin(rm) })
 		},
 	}
 	removeCmd.Flags().StringVar(&rm.Admin, "admin-id", "", "the admin to remove")
@@ -60,7 +60,7 @@ signatures, the admin's signature proves it). See docs/SECURITY.md.`,
 		Use: "list", Short: "List the store's admins and who may register agents", Args: noArgs,
 		Example: "  loopx admin list",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListAdmins() })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ListAdmins() })
 		},
 	}
 	c.AddCommand(addCmd, removeCmd, listCmd)

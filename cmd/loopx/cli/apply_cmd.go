@@ -45,7 +45,7 @@ invalid_todo_id). The schemas are in docs/request-schema.json.`,
 			if err := lease.CheckRequestSize(len(data)); err != nil {
 				return err
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ApplyJSON(data) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ApplyJSON(data) })
 		},
 	}
 	c.Flags().StringVar(&file, "file", "", "read the request from this file (default: stdin)")

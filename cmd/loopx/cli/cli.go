@@ -196,7 +196,7 @@ func (e *env) open() (*loopx.Store, error) {
 }
 
 // run opens the store, calls fn and prints its result.
-func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
+func (e *env) run(fn func(s *loopx.Store) (loopx.Reply, error)) error {
 	s, err := e.open()
 	if err != nil {
 		return err
@@ -209,10 +209,10 @@ func (e *env) run(fn func(s *loopx.Store) (*loopx.Result, error)) error {
 	return e.print(res)
 }
 
-func (e *env) print(res *loopx.Result) error {
-	if res.Mutation && res.Attempts > 0 && os.Getenv("LOOPX_TX_STATS") == "1" {
+func (e *env) print(res loopx.Reply) error {
+	if env := res.Env(); env.Mutation && env.Attempts > 0 && os.Getenv("LOOPX_TX_STATS") == "1" {
 		// How the transaction went (benchmarks of contention).
-		fmt.Fprintf(e.stderr, "loopx: tx: {\"attempts\":%d,\"lost_races\":%d}\n", res.Attempts, res.LostRaces)
+		fmt.Fprintf(e.stderr, "loopx: tx: {\"attempts\":%d,\"lost_races\":%d}\n", env.Attempts, env.LostRaces)
 	}
 	if e.format == "json" {
 		// Written as it is encoded (a 10,000-todo list is 3 MB), not

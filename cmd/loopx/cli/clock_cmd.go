@@ -25,7 +25,7 @@ it needs an admin (--by). Afterwards decisions use real time again.`,
 		Example: "  loopx clock-reset --agent-id ops --reason 'agent-c ran with LOOPX_NOW=2027-01-01'",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ClockReset(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ClockReset(req) })
 		},
 	}
 	c.Flags().StringVar(&req.Actor, "agent-id", "", "who recovers the store (recorded as author); in a store with admins, an admin")

@@ -150,8 +150,8 @@ func (e *env) completeIDs(flag, kind string) cobra.CompletionFunc {
 
 // itemsOf reads the list field of a result as JSON objects (the result's
 // JSON is the contract, so this reads what any program would read).
-func itemsOf(field string) func(*loopx.Result, error) []map[string]any {
-	return func(res *loopx.Result, err error) []map[string]any {
+func itemsOf(field string) func(loopx.Reply, error) []map[string]any {
+	return func(res loopx.Reply, err error) []map[string]any {
 		if err != nil {
 			return nil
 		}

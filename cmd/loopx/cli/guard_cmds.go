@@ -50,7 +50,7 @@ absolute path while it exists, else ` + "`loopx`" + ` on PATH.`,
 			if prePushHook {
 				hook = loopx.GuardHookPrePush
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GuardInstallHook(hook, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardInstallHook(hook, exe) })
 		},
 	}
 	install.Flags().BoolVar(&prePushHook, "pre-push", false, "install the pre-push hook (checks every pushed commit) instead of the pre-commit hook")
@@ -106,9 +106,9 @@ hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
 					}
 					req.Updates = ups
 				}
-				return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GuardRange(req) })
+				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardRange(req) })
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GuardCheck(agent, staged, args) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardCheck(agent, staged, args) })
 		},
 	}
 	check.Flags().StringVar(&agent, "agent-id", "", "the committing agent (default $LOOPX_AGENT_ID, else git config loopx.agent)")

@@ -60,11 +60,11 @@ result with the same arguments: it is replayed, never applied twice.`,
 			req := lease.AcquireRequest{Goal: e.goal, Todo: f.todo, Owner: f.owner, IdempotencyKey: f.key,
 				ExpectedVersion: f.expectedVersion(c), TTLSeconds: f.ttl, WriteScopes: f.scopes}
 			if c.Flags().Changed("wait") {
-				return e.runWait(acquireWait, func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error) {
+				return e.runWait(acquireWait, func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error) {
 					return s.AcquireWait(context.Background(), req, w)
 				})
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Acquire(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Acquire(req) })
 		},
 	}
 	f.bind(acquire, true)
@@ -82,7 +82,7 @@ result with the same arguments: it is replayed, never applied twice.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			req := lease.RenewRequest{Goal: e.goal, Todo: rf.todo, Owner: rf.owner, IdempotencyKey: rf.key,
 				ExpectedVersion: rf.expectedVersion(c), TTLSeconds: rf.ttl}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Renew(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Renew(req) })
 		},
 	}
 	rf.bind(renew, true)
@@ -101,7 +101,7 @@ result with the same arguments: it is replayed, never applied twice.`,
 			req := lease.TransferRequest{Goal: e.goal, Todo: tf.todo, Owner: tf.owner, IdempotencyKey: tf.key,
 				ExpectedVersion: tf.expectedVersion(c), NewOwner: tf.newOwner, NewIdempotencyKey: tf.newKey,
 				TTLSeconds: tf.ttl, TransferClaim: tf.transferClaim}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Transfer(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Transfer(req) })
 		},
 	}
 	tf.bind(transfer, true)
@@ -120,7 +120,7 @@ result with the same arguments: it is replayed, never applied twice.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			req := lease.ReleaseRequest{Goal: e.goal, Todo: lf.todo, Owner: lf.owner, IdempotencyKey: lf.key,
 				ExpectedVersion: lf.expectedVersion(c)}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Release(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Release(req) })
 		},
 	}
 	lf.bind(release, false)
@@ -133,7 +133,7 @@ result with the same arguments: it is replayed, never applied twice.`,
     --goal-id example-goal --todo-id todo_work --format json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Inspect(e.goal, todo) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Inspect(e.goal, todo) })
 		},
 	}
 	inspect.Flags().StringVar(&todo, "todo-id", "", "todo id")

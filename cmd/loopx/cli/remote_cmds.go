@@ -33,15 +33,13 @@ error (never dropped silently). The local ref then points at the remote's head.`
 			if e.offline {
 				return usageError("sync contacts the remote: drop --offline")
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) {
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) {
 				res, err := s.Sync()
 				if err == nil && e.format == "text" {
-					if d, ok := res.Data.(loopx.SyncData); ok {
-						for _, r := range d.Replays {
-							if r.Error != nil {
-								fmt.Fprintf(safeWriter{e.stderr}, "refused: %s %s (offline %s): %s: %s\n",
-									r.Operation, r.TodoID, short(r.OfflineRevision), r.Error.Code, flat(r.Error.Message))
-							}
+					for _, r := range res.Data.Replays {
+						if r.Error != nil {
+							fmt.Fprintf(safeWriter{e.stderr}, "refused: %s %s (offline %s): %s: %s\n",
+								r.Operation, r.TodoID, short(r.OfflineRevision), r.Error.Code, flat(r.Error.Message))
 						}
 					}
 				}

@@ -184,13 +184,13 @@ func (e *env) reportWait(st *loopx.WaitStats) {
 
 // runWait runs a --wait command: a negative duration is a usage error, and
 // LOOPX_WAIT_STATS=1 reports what the wait did on stderr.
-func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error)) error {
+func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error)) error {
 	if d < 0 {
 		return usageError("--wait %v: want a positive duration", d)
 	}
 	st := e.waitStats()
 	defer e.reportWait(st)
-	return e.run(func(s *loopx.Store) (*loopx.Result, error) {
+	return e.run(func(s *loopx.Store) (loopx.Reply, error) {
 		return fn(s, loopx.WaitOptions{Timeout: d, Stats: st})
 	})
 }

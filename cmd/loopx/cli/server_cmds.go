@@ -37,7 +37,7 @@ one).`,
 				return lease.Errorf(lease.CodeInvalidRequest, "--signing-key: cannot read %s: %v", keyFile, err).With("field", "signing_key")
 			}
 			req.SigningKey = string(data)
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.RotateKey(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.RotateKey(req) })
 		},
 	}
 	c.Flags().StringVar(&req.Agent, "agent-id", "", "the agent whose key is replaced")
@@ -82,7 +82,7 @@ ref, refs/loopx/state); pushes to other refs are not checked.`,
 			if exe == "" {
 				exe = hookExecutable()
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ServerHookInstall(refs, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ServerHookInstall(refs, exe) })
 		},
 	}
 	install.Flags().StringArrayVar(&refs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")

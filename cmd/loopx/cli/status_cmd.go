@@ -36,7 +36,7 @@ and the todos ready now (for --agent-id, or for anybody).`,
 			if e.format == "json" {
 				return e.print(res)
 			}
-			printStatus(e.stdout, res.Data.(*lease.StatusData))
+			printStatus(e.stdout, &res.Data)
 			return nil
 		},
 	}

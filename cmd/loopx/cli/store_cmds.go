@@ -80,7 +80,7 @@ func goalCmd(e *env) *cobra.Command {
 			if req.Goal == "" {
 				return lease.Errorf(lease.CodeInvalidGoalID, "goal id is required (--goal-id)")
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.CreateGoal(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.CreateGoal(req) })
 		},
 	}
 	create.Flags().StringVar(&req.Title, "title", "", "title (default: the goal id)")
@@ -90,14 +90,14 @@ func goalCmd(e *env) *cobra.Command {
 		Use: "show", Short: "Show a goal", Args: noArgs,
 		Example: "  loopx goal show --goal-id example-goal",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ShowGoal(e.goal) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ShowGoal(e.goal) })
 		},
 	}
 	list := &cobra.Command{
 		Use: "list", Short: "List goals", Args: noArgs,
 		Example: "  loopx goal list --format json",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListGoals() })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ListGoals() })
 		},
 	}
 	var actor string
@@ -105,7 +105,7 @@ func goalCmd(e *env) *cobra.Command {
 		Use: "archive", Short: "Archive a goal (its records stay; mutations are refused); --goal-id is required", Args: noArgs,
 		Example: "  loopx goal archive --goal-id example-goal",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ArchiveGoal(e.goal, actor) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ArchiveGoal(e.goal, actor) })
 		},
 	}
 	archive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author); in a store with admins, an admin")
@@ -114,7 +114,7 @@ func goalCmd(e *env) *cobra.Command {
 		Use: "unarchive", Short: "Make an archived goal active again (--goal-id is required)", Args: noArgs,
 		Example: "  loopx goal unarchive --goal-id example-goal",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnarchiveGoal(e.goal, actor) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.UnarchiveGoal(e.goal, actor) })
 		},
 	}
 	unarchive.Flags().StringVar(&actor, "agent-id", "", "acting agent (recorded as author); in a store with admins, an admin")
@@ -147,7 +147,7 @@ func agentCmd(e *env) *cobra.Command {
 				}
 				req.SigningKey = string(data)
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.RegisterAgent(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.RegisterAgent(req) })
 		},
 	}
 	register.Flags().StringVar(&keyFile, "signing-key", "", "the agent's SSH public key file (FILE.pub: ed25519, or ECDSA, RSA >= 2048 bits), for signed commits")
@@ -162,7 +162,7 @@ func agentCmd(e *env) *cobra.Command {
 		Example: "  loopx agent unregister --agent-id agent-a\n  loopx agent unregister --agent-id agent-a --by lead",
 		RunE: func(c *cobra.Command, args []string) error {
 			unreq.Goal = e.goal
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.UnregisterAgent(unreq) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.UnregisterAgent(unreq) })
 		},
 	}
 	unregister.Flags().StringVar(&unreq.Agent, "agent-id", "", "the agent to unregister")
@@ -171,7 +171,7 @@ func agentCmd(e *env) *cobra.Command {
 		Use: "list", Short: "List the agents of a goal", Args: noArgs,
 		Example: "  loopx agent list --goal-id example-goal",
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListAgents(e.goal) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ListAgents(e.goal) })
 		},
 	}
 	c.AddCommand(register, unregister, list, rotateKeyCmd(e))
@@ -214,7 +214,7 @@ func logCmd(e *env) *cobra.Command {
 			if q.Limit < 0 {
 				return lease.Errorf(lease.CodeInvalidRequest, "--limit must be positive")
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Log(q) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Log(q) })
 		},
 	}
 	c.Flags().StringVar(&q.Todo, "todo-id", "", "only this todo")
@@ -261,7 +261,7 @@ hook refuses it; --published also refuses offline commits pushed as they are.`,
 			if err != nil {
 				return err
 			}
-			d := res.Data.(loopx.VerifyData)
+			d := res.Data
 			if !d.OK && len(d.Problems) == 0 && d.ClockSkew != nil {
 				return lease.Errorf(lease.CodeClockSkew, "the store's head is dated %s, beyond %ds ahead of this machine's clock (%s): mutations are refused; see `loopx clock-reset --help`",
 					d.ClockSkew.HeadTime, d.ClockSkew.MaxClockSkewSeconds, d.ClockSkew.LocalTime).
@@ -289,7 +289,7 @@ func gcCmd(e *env) *cobra.Command {
 		Example: "  loopx gc",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.GC() })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GC() })
 		},
 	}
 }

@@ -216,10 +216,11 @@ func table(w io.Writer, indent string, rows [][]string) {
 
 // printText prints a result for people: a summary line for mutations, then
 // what the command is about, as aligned fields or a listing.
-func printText(out io.Writer, res *loopx.Result, now time.Time) {
+func printText(out io.Writer, reply loopx.Reply, now time.Time) {
 	w := safeWriter{out}
+	res := reply.Env()
 	var m map[string]any
-	raw, _ := json.Marshal(res)
+	raw, _ := json.Marshal(reply)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // versions and epochs print as integers, however large
 	_ = dec.Decode(&m)

@@ -29,7 +29,7 @@ func todoAddCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.AddTodo(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.AddTodo(req) })
 		},
 	}
 	f := c.Flags()
@@ -52,7 +52,7 @@ func todoShowCmd(e *env) *cobra.Command {
 		Example: "  loopx todo show --todo-id todo_001 | jq .claimed_by",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ShowTodo(e.goal, todo) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ShowTodo(e.goal, todo) })
 		},
 	}
 	c.Flags().StringVar(&todo, "todo-id", "", "todo id")
@@ -68,7 +68,7 @@ func todoListCmd(e *env) *cobra.Command {
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.Goal = e.goal
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ListTodos(f) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ListTodos(f) })
 		},
 	}
 	c.Flags().StringVar(&f.Status, "status", "", "open, done or superseded")
@@ -89,14 +89,14 @@ func todoReadyCmd(e *env) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
 			if claim && c.Flags().Changed("wait") {
-				return e.runWait(wait, func(s *loopx.Store, w loopx.WaitOptions) (*loopx.Result, error) {
+				return e.runWait(wait, func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error) {
 					return s.ReadyClaimWait(context.Background(), req, w)
 				})
 			}
 			if claim {
-				return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.ReadyClaim(req) })
+				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ReadyClaim(req) })
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Ready(req.Goal, req.Actor) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Ready(req.Goal, req.Actor) })
 		},
 	}
 	f := c.Flags()
@@ -120,7 +120,7 @@ func todoClaimCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Claim(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Claim(req) })
 		},
 	}
 	f := c.Flags()
@@ -174,7 +174,7 @@ func todoUpdateCmd(e *env) *cobra.Command {
 			if req.Proof, err = proof(c, key, version); err != nil {
 				return err
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Update(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Update(req) })
 		},
 	}
 	f := c.Flags()
@@ -207,7 +207,7 @@ func todoCompleteCmd(e *env) *cobra.Command {
 			if req.Proof, err = proof(c, key, version); err != nil {
 				return err
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Complete(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Complete(req) })
 		},
 	}
 	f := c.Flags()
@@ -235,7 +235,7 @@ func todoSupersedeCmd(e *env) *cobra.Command {
 			if req.Proof, err = proof(c, key, version); err != nil {
 				return err
 			}
-			return e.run(func(s *loopx.Store) (*loopx.Result, error) { return s.Supersede(req) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Supersede(req) })
 		},
 	}
 	f := c.Flags()
