@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
@@ -109,7 +111,7 @@ func (s *Store) finishBoard(plan *boardPlan, o *lease.Outcome, tx gitstore.TxRes
 	}
 	status, reason, err := s.deliverBoard(plan.goal, false)
 	if err != nil {
-		return ProjectionPending, mapErr(err).Error(), head
+		return ProjectionPending, storeerr.Map(err).Error(), head
 	}
 	if h, err := s.repo.Head(context.Background()); err == nil {
 		head = h
@@ -160,13 +162,13 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 			return nil, err
 		}
 		return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}},
-			Info: s.commitInfo("", lease.ProjectionMessage(goal, revString(sn.Revision())), now)}, nil
+			Info: s.commitInfo("", lease.ProjectionMessage(goal, records.Rev(sn.Revision())), now)}, nil
 	})
 	if renderErr != nil {
-		return ProjectionPending, mapErr(renderErr).Error(), renderErr
+		return ProjectionPending, storeerr.Map(renderErr).Error(), renderErr
 	}
 	if txErr != nil {
-		return ProjectionPending, mapErr(txErr).Error(), nil
+		return ProjectionPending, storeerr.Map(txErr).Error(), nil
 	}
 	s.saveBoardModel(goal, tx.Base, model)
 	if delivered {

@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -86,7 +88,7 @@ func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result[G
 	if agent == "" {
 		v, err := s.git.ConfigValue(GuardAgentConfigKey)
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		if v != "" && !lease.ValidAgentID(v) {
 			return nil, lease.Errorf(lease.CodeInvalidAgentID, "git config %s %q is not a valid agent id", GuardAgentConfigKey, v)
@@ -244,16 +246,16 @@ func (s *Store) GuardInstallHook(hook, exe string) (*Result[GuardInstallData], e
 		if errors.Is(err, gitstore.ErrNoWorkTree) {
 			return nil, lease.Errorf(lease.CodeInvalidRequest, "a bare repository has no commits to guard: run this in a working tree")
 		}
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	head, err := s.git.Head()
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if exe == "" {
 		exe = "loopx"
 	}
-	return newResult(s, Envelope{Operation: "guard.install", CurrentRevision: revString(head)}, time.Time{},
+	return newResult(s, Envelope{Operation: "guard.install", CurrentRevision: records.Rev(head)}, time.Time{},
 		GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}), nil
 }
 
@@ -437,7 +439,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 	if agent == "" {
 		v, err := s.git.ConfigValue(GuardAgentConfigKey)
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		if v != "" && !lease.ValidAgentID(v) {
 			return nil, lease.Errorf(lease.CodeInvalidAgentID, "git config %s %q is not a valid agent id", GuardAgentConfigKey, v)
@@ -458,37 +460,37 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 	}
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	data := &GuardRangeData{AgentID: agent, Range: req.Range, Updates: req.Updates,
 		Commits: []GuardCommit{}, Violations: []GuardCommitViolation{}, Allowed: true}
-	env := Envelope{Operation: "guard.check", CurrentRevision: revString(head)}
+	env := Envelope{Operation: "guard.check", CurrentRevision: records.Rev(head)}
 	if len(commits) == 0 {
 		data.Note = "no commits to check"
 		return newResult(s, env, time.Time{}, *data), nil
 	}
 	headSn, err := s.git.Snapshot(head)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if _, err := lease.RequireStore(s.viewOf(headSn)); err != nil {
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			data.Note = "no loopx store in this repository: nothing to check"
 			return newResult(s, env, time.Time{}, *data), nil
 		}
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	facts := make([]*gitstore.CommitFacts, len(commits))
 	times := make([]time.Time, len(commits))
 	for i, h := range commits {
 		if facts[i], err = s.git.ReadCommitFacts(h); err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		times[i] = facts[i].CommitterTime
 	}
 	states, err := statesAt(s.git, head, times)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	views := map[gitstore.Hash]*guardState{}
 	leaseDirs := map[gitstore.Hash][]*lease.Lease{} // by the lease folder's tree
@@ -514,17 +516,17 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 			if e, ok := lease.AsError(aerr); ok && e.Code == lease.CodeInvalidAgentID {
 				return nil, lease.Errorf(e.Code, "commit %s: %s", shortRev(f.Hash), e.Message).With("commit", f.Hash.String())
 			}
-			return nil, mapErr(aerr)
+			return nil, storeerr.Map(aerr)
 		}
 		paths, err := s.git.ChangedPaths(f.Hash)
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		gc.Paths = len(paths)
 		if st != nil && len(st.goals) > 0 {
 			vs, err := lease.GuardCheckLeases(st.view, st.goals, st.leases, gc.AgentID, paths, f.CommitterTime)
 			if err != nil {
-				return nil, mapErr(err)
+				return nil, storeerr.Map(err)
 			}
 			for _, x := range vs {
 				data.Violations = append(data.Violations, GuardCommitViolation{Commit: gc.Commit, AgentID: gc.AgentID, GuardViolation: x})
@@ -552,7 +554,7 @@ type guardState struct {
 func (s *Store) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*lease.Lease) (*guardState, error) {
 	sn, err := s.git.Snapshot(rev)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	v := s.viewOf(sn)
 	leases := func(goal string) ([]*lease.Lease, error) {
@@ -573,11 +575,11 @@ func (s *Store) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*l
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			return &guardState{}, nil
 		}
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	goals, err := lease.GuardGoals(v)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	return &guardState{view: v, goals: goals, leases: leases}, nil
 }
@@ -631,7 +633,7 @@ func (s *Store) rangeCommits(r string) ([]gitstore.Hash, error) {
 		return nil, err
 	}
 	hs, err := s.git.RevList([]gitstore.Hash{to}, []gitstore.Hash{from}, false)
-	return hs, mapErr(err)
+	return hs, storeerr.Map(err)
 }
 
 func (s *Store) resolveRev(rev string) (gitstore.Hash, error) {
@@ -639,7 +641,7 @@ func (s *Store) resolveRev(rev string) (gitstore.Hash, error) {
 	if errors.Is(err, gitstore.ErrUnknownRevision) {
 		return h, lease.Errorf(lease.CodeInvalidRequest, "%q names no commit in this repository", rev).With("revision", rev)
 	}
-	return h, mapErr(err)
+	return h, storeerr.Map(err)
 }
 
 // pushedCommits lists the commits a push sends (see the decisions above),
@@ -661,12 +663,12 @@ func (s *Store) pushedCommits(ups []PushUpdate) ([]gitstore.Hash, error) {
 			if remote, err := s.git.ResolveCommit(u.RemoteSHA); err == nil {
 				exclude, notRemotes = []gitstore.Hash{remote}, false
 			} else if !errors.Is(err, gitstore.ErrUnknownRevision) {
-				return nil, mapErr(err)
+				return nil, storeerr.Map(err)
 			}
 		}
 		hs, err := s.git.RevList([]gitstore.Hash{local}, exclude, notRemotes)
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		for _, h := range hs {
 			if !seen[h] {

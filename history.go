@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
@@ -87,7 +89,7 @@ func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result[HistoryReport], error) 
 	since := q.Since
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
@@ -96,7 +98,7 @@ func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result[HistoryReport], error) 
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(s, Envelope{Operation: "verify", CurrentRevision: revString(head)}, s.opts.now(), HistoryReport{History: d})
+	res := newResult(s, Envelope{Operation: "verify", CurrentRevision: records.Rev(head)}, s.opts.now(), HistoryReport{History: d})
 	if !d.Valid {
 		p := d.FirstInvalid
 		code := lease.CodeCorruptRecord
@@ -135,7 +137,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 		return true, nil
 	})
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if !found {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
@@ -154,9 +156,9 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 		return d, nil
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		c, err := s.commitMeta(chain[i])
+		c, err := records.CommitMeta(s.repo, chain[i])
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		d.Commits++
 		kind, perr := s.verifyCommit(c, boards)
@@ -166,13 +168,13 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 		if perr != nil {
 			he, ok := perr.(*lease.HistoryError)
 			if !ok {
-				return nil, mapErr(perr)
+				return nil, storeerr.Map(perr)
 			}
 			return fail(&HistoryProblem{Revision: c.Hash.String(), Reason: he.Kind, Message: he.Message})
 		}
 		why, reset, err := s.futureDated(c, realNow)
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		switch {
 		case why != "":
@@ -222,12 +224,6 @@ func (s *Store) futureDated(c gitstore.CommitMeta, realNow time.Time) (why strin
 	}
 	e, _ := lease.ParseMessage(c.Message)
 	return "", e.Operation == lease.OpClockReset, nil
-}
-
-func (s *Store) commitMeta(h gitstore.Hash) (gitstore.CommitMeta, error) {
-	var out gitstore.CommitMeta
-	err := s.repo.Log(h, func(c gitstore.CommitMeta) (bool, error) { out = c; return false, nil })
-	return out, err
 }
 
 type commitKind int

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -122,7 +123,7 @@ func (s *Store) activeLeaseIndex(sn *gitstore.Snapshot, goal string) *lease.Acti
 
 // viewOfRecords is a view of sn that reads records (no derived indexes).
 func (s *Store) viewOfRecords(sn *gitstore.Snapshot) *lease.View {
-	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+	v := lease.NewView(records.Files{Snap: sn}, records.Rev(sn.Revision()), sn.Time())
 	v.UseCache(s.cache)
 	return v
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -61,23 +63,23 @@ func (s *Store) Log(q LogQuery) (*Result[LogData], error) {
 	}
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
 	lv, err := s.newLogVerifier(head)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	entries, ok, err := s.indexedLog(head, q, lv)
 	if err == nil && !ok {
 		entries, err = s.walkLog(head, q, lv)
 	}
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
-	return newResult(s, Envelope{Operation: "log", CurrentRevision: revString(head)}, time.Time{}, LogData{Entries: entries}), nil
+	return newResult(s, Envelope{Operation: "log", CurrentRevision: records.Rev(head)}, time.Time{}, LogData{Entries: entries}), nil
 }
 
 // walkLog answers q by walking the history from head.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -162,7 +163,7 @@ func (s *Store) todoCommits(head gitstore.Hash, todo string, fn func(c gitstore.
 	}
 	hs := ix.todos[todo]
 	for _, h := range hs {
-		c, err := s.commitMeta(h)
+		c, err := records.CommitMeta(s.repo, h)
 		if err != nil {
 			return err
 		}
@@ -173,7 +174,7 @@ func (s *Store) todoCommits(head gitstore.Hash, todo string, fn func(c gitstore.
 	if len(hs) < logIndexKeep {
 		return nil
 	}
-	c, err := s.commitMeta(hs[len(hs)-1])
+	c, err := records.CommitMeta(s.repo, hs[len(hs)-1])
 	if err != nil {
 		return err
 	}

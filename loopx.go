@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -186,7 +188,7 @@ func Open(opts Options) (*Store, error) {
 	gopts := gitstore.Options{Ref: DefaultRef, FenceTimeout: opts.FenceTimeout}
 	probe, err := gitstore.Open(repoDir, gopts)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if reg == nil {
 		// The repository's own registry, when present, configures the store.
@@ -228,7 +230,7 @@ func Open(opts Options) (*Store, error) {
 		probe.Close()
 		gopts.Ref = ref
 		if s.git, err = gitstore.Open(repoDir, gopts); err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 	}
 	return s, nil
@@ -306,7 +308,7 @@ func Init(opts Options, in InitOptions) (*Result[InitData], error) {
 		dir = "."
 	}
 	if err := gitstore.InitRepo(dir); err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if in.Ref == "" {
 		in.Ref = DefaultRef
@@ -323,7 +325,7 @@ func Init(opts Options, in InitOptions) (*Result[InitData], error) {
 	}
 	action, err := s.initRemote(&in)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	res, err := s.Apply(lease.CallOf(lease.InitRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID(),
 		MaxClockSkewSeconds: in.MaxClockSkewSeconds, RequireSignatures: in.RequireSignatures,
@@ -352,63 +354,14 @@ func Init(opts Options, in InitOptions) (*Result[InitData], error) {
 	data = append(data, '\n')
 	if old, err := os.ReadFile(absReg); err != nil || string(old) != string(data) {
 		if err := os.MkdirAll(filepath.Dir(absReg), 0o755); err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 		if err := os.WriteFile(absReg, data, 0o644); err != nil {
-			return nil, mapErr(fmt.Errorf("write registry: %w", err))
+			return nil, storeerr.Map(fmt.Errorf("write registry: %w", err))
 		}
 	}
 	return &Result[InitData]{Envelope: res.Envelope,
 		Data: InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, &res.Envelope)}}, nil
-}
-
-// mapErr turns store errors into contract errors. Only a decision is exit
-// 1: a refusal that the same request meets again (a missing repository, a
-// remote that is not configured or refuses, a repository format loopx
-// cannot handle). Everything else passes (exit 3: retry with the same
-// arguments): a busy fence or ref lock, a lost compare-and-swap, an
-// unreachable remote, and every failure to read or write the repository,
-// classified (gitstore.ErrIO) or not: an error nobody classified is not a
-// decision either, so it is store_io with its message, never
-// invalid_request.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := lease.AsError(err); ok {
-		return err
-	}
-	msg := strings.TrimPrefix(err.Error(), "gitstore: ")
-	var lockErr *gitstore.RefLockError
-	switch {
-	case errors.Is(err, gitstore.ErrNotRepository):
-		return lease.Errorf(lease.CodeStoreNotInitialized, "not inside a Git repository: run `loopx init`")
-	case errors.Is(err, gitstore.ErrNoRemote), errors.Is(err, gitstore.ErrInvalidRef):
-		return lease.Errorf(lease.CodeInvalidRequest, "%s", msg)
-	case errors.Is(err, gitstore.ErrUnsupportedRepository):
-		return lease.Errorf(lease.CodeStoreFormatUnsupported, "%s: loopx needs a SHA-1 repository with the files ref backend", msg)
-	case errors.Is(err, gitstore.ErrRemoteRejected):
-		e := lease.Errorf(lease.CodeRemoteRejected, "%s", msg)
-		if refused := serverRefusals(err.Error()); len(refused) > 0 {
-			// A loopx server hook said why: its first code is the reason.
-			e.With("reason", refused[0].Code).With("refused", refused)
-		}
-		return e
-	case errors.Is(err, gitstore.ErrRemoteUnavailable):
-		return lease.Errorf(lease.CodeRemoteUnavailable, "%s: retry with the same arguments", msg)
-	case errors.As(err, &lockErr):
-		return lease.Errorf(lease.CodeStoreBusy, "%s", strings.TrimPrefix(lockErr.Error(), "gitstore: ")).
-			With("path", lockErr.Path).With("age_seconds", int64(lockErr.Age.Seconds()))
-	case errors.Is(err, gitstore.ErrServerLocked):
-		return lease.Errorf(lease.CodeStoreBusy, "%s: retry with the same arguments", msg).With("remote", true)
-	case errors.Is(err, gitstore.ErrBusy):
-		return lease.Errorf(lease.CodeStoreBusy, "the store's writer fence is busy: retry with the same arguments")
-	case errors.Is(err, gitstore.ErrConflict):
-		return lease.Errorf(lease.CodeStoreConflict, "the state ref kept changing during the write: retry with the same arguments")
-	case errors.Is(err, gitstore.ErrIO), gitstore.IsOSError(err):
-		return lease.Errorf(lease.CodeStoreIO, "%s: retry with the same arguments once the cause is fixed", msg)
-	}
-	return lease.Errorf(lease.CodeStoreIO, "%s: retry with the same arguments", msg)
 }
 
 // checkInitRef refuses to point the store at code: a branch some working
@@ -421,7 +374,7 @@ func (s *Store) checkInitRef(in InitOptions) error {
 	if strings.HasPrefix(ref, "refs/heads/") {
 		trees, err := s.git.CheckedOutIn(ref)
 		if err != nil {
-			return mapErr(err)
+			return storeerr.Map(err)
 		}
 		if len(trees) > 0 {
 			return lease.Errorf(lease.CodeInvalidRequest, "%s is checked out in %s: a `git commit` there would move the store's ref, and loopx would commit onto the branch; choose a ref no working tree has checked out (the default is %s)",
@@ -429,7 +382,7 @@ func (s *Store) checkInitRef(in InitOptions) error {
 		}
 	}
 	if c, ok, err := s.git.HeadCommit(ref); err != nil {
-		return mapErr(err)
+		return storeerr.Map(err)
 	} else if ok {
 		// A store's tree has its root record; a code branch does not.
 		isStore := false
@@ -460,7 +413,7 @@ func (s *Store) checkInitRef(in InitOptions) error {
 	}
 	c, ok, err := s.git.HeadCommit(current)
 	if err != nil || !ok {
-		return mapErr(err)
+		return storeerr.Map(err)
 	}
 	n := 0
 	_ = s.git.Log(c.Hash, func(gitstore.CommitMeta) (bool, error) { n++; return n < 1_000_000, nil })
@@ -495,7 +448,7 @@ func (s *Store) pruneRecordCache() {
 	if err != nil {
 		return
 	}
-	f := files{sn}
+	f := records.Files{Snap: sn}
 	goals, err := f.List(lease.GoalsDir)
 	if err != nil {
 		return

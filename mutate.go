@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -24,82 +26,10 @@ import (
 // compare-and-swap decides again on the new head (gitstore). The report
 // says what happened in the contract's envelope.
 
-// files adapts a gitstore snapshot to lease.Files. Records (.yaml) are
-// read with their size limit checked from the object's header, before
-// anything is inflated (lease.MaxRecordSize; a refusal is
-// corrupt_record naming the path); other files (boards) are not records.
-type files struct{ sn *gitstore.Snapshot }
-
-// recordLimit is the most bytes read of the file at p (-1: no limit).
-func recordLimit(p string) int64 {
-	if strings.HasSuffix(p, ".yaml") {
-		return lease.MaxRecordSize
-	}
-	return -1
-}
-
-// recordErr turns a gitstore size refusal into the record's.
-func recordErr(path string, err error) error {
-	var tl *gitstore.TooLargeError
-	if errors.As(err, &tl) {
-		return lease.Oversize(path, tl.Size)
-	}
-	return err
-}
-
-func (f files) Read(p string) ([]byte, bool, error) {
-	data, ok, err := f.sn.ReadMax(p, recordLimit(p))
-	return data, ok, recordErr(p, err)
-}
-func (f files) Walk(dir string, fn func(string, []byte) error) error {
-	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error {
-		data, err := f.sn.ReadBlobMax(h, recordLimit(p))
-		if err != nil {
-			return recordErr(p, err)
-		}
-		return fn(p, data)
-	})
-}
-func (f files) WalkHashes(dir string, fn func(path, hash string) error) error {
-	return f.sn.WalkHashes(dir, func(p string, h gitstore.Hash) error { return fn(p, h.String()) })
-}
-func (f files) HashOf(p string) (string, bool, error) {
-	h, ok, err := f.sn.HashOf(p)
-	if !ok || err != nil {
-		return "", ok, err
-	}
-	return h.String(), true, nil
-}
-
-// ReadHash reads a record by its hash (lease reads only records so), with
-// the record size limit; a refusal names no path (lease names it).
-func (f files) ReadHash(hash string) ([]byte, error) {
-	data, err := f.sn.ReadBlobMax(gitstore.ParseHash(hash), lease.MaxRecordSize)
-	return data, recordErr("", err)
-}
-func (f files) List(dir string) ([]string, error) {
-	entries, err := f.sn.List(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	return names, nil
-}
-
-func revString(h gitstore.Hash) string {
-	if h.IsZero() {
-		return ""
-	}
-	return h.String()
-}
-
 // viewOf returns the records view of a snapshot, sharing the store's
 // decoded-record cache.
 func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
-	v := lease.NewView(files{sn}, revString(sn.Revision()), sn.Time())
+	v := records.View(sn)
 	v.UseCache(s.cache)
 	s.useLeaseIndex(v, sn) // the active leases every acquire checks (leaseindex.go)
 	// Which todos depend on one (todo show's unblocks) comes from the
@@ -124,11 +54,11 @@ func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
 func read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) (T, error)) (*Result[T], error) {
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	sn, err := s.repo.Snapshot(head)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	v := s.viewOf(sn)
 	clock := s.opts.now()
@@ -136,9 +66,9 @@ func read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) 
 	data, err := decide(v, now)
 	s.maybePruneRecordCache() // a long-lived reader follows every version too
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
-	res := &Result[T]{Envelope: Envelope{Operation: op, CurrentRevision: revString(head)}, Data: data}
+	res := &Result[T]{Envelope: Envelope{Operation: op, CurrentRevision: records.Rev(head)}, Data: data}
 	if meta, err := v.Meta(); err == nil {
 		// A head dated beyond the skew bound: expiry is judged at the
 		// head's time, not this machine's; say so.
@@ -239,7 +169,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outco
 		return s.apply(call, false)
 	}
 	if err != nil {
-		return nil, nil, s.annotateErr(mapErr(err))
+		return nil, nil, s.annotateErr(storeerr.Map(err))
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
@@ -310,20 +240,20 @@ func (s *Store) report(a attempt, tx gitstore.TxResult) *Result[any] {
 		Attempts: tx.Attempts, LostRaces: tx.Conflicts}, Data: out.Data}
 	switch {
 	case out.Write:
-		res.Revision = revString(tx.State)
+		res.Revision = records.Rev(tx.State)
 	case out.Status == lease.StatusReplayed && out.ReplayOf != "":
 		// The receipt names the head it was decided on; its commit is
 		// that head's child (a lost response finds it the same way).
 		h, _ := s.repo.ChildOf(tx.Head, gitstore.ParseHash(out.ReplayOf))
-		res.Revision = revString(h)
+		res.Revision = records.Rev(h)
 	case out.Status == lease.StatusReplayed:
 		res.Revision = s.lastApplied(tx.Head, out)
 	default:
-		res.Revision = revString(tx.Head)
+		res.Revision = records.Rev(tx.Head)
 	}
 	var head gitstore.Hash
 	res.Projection, res.ProjectionError, head = s.finishBoard(a.board, out, tx)
-	res.CurrentRevision = revString(head)
+	res.CurrentRevision = records.Rev(head)
 	s.annotate(&res.Envelope, time.Time{})
 	return res
 }
@@ -343,21 +273,14 @@ func (s *Store) lastApplied(head gitstore.Hash, o *lease.Outcome) string {
 	return found
 }
 
-func authorEmail(actor string) string { return actor + "@loopx.invalid" }
-
 // commitInfo is the identity and message of a commit decided at now; an
 // offline commit is marked for `loopx sync`.
 func (s *Store) commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {
-	name := actor
-	if name == "" {
-		name = "loopx"
-	}
 	if s.remote.offline {
 		if !strings.HasSuffix(msg, "\n") {
 			msg += "\n"
 		}
 		msg += TrailerOffline + ": " + s.remote.name + "\n"
 	}
-	return gitstore.CommitInfo{Message: msg, AuthorName: name, AuthorEmail: authorEmail(name),
-		CommitterName: "loopx", CommitterEmail: "loopx@loopx.invalid", When: now}
+	return records.Commit(actor, msg, now)
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -208,26 +210,26 @@ func (s *Store) ProjectMarkdown(goal string) (*Result[BoardPath], []byte, error)
 	status, reason, err := s.deliverBoard(id, true)
 	s.opts = opts
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, storeerr.Map(err)
 	}
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, storeerr.Map(err)
 	}
 	sn, err := s.repo.Snapshot(head)
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, storeerr.Map(err)
 	}
 	board, _, err := s.viewOf(sn).ReadFile(lease.BoardPath(id))
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, storeerr.Map(err)
 	}
 	e := Envelope{Operation: res.Operation, Mutation: true, Status: lease.StatusApplied, ClockSkew: res.ClockSkew}
 	if status == ProjectionNotRequired {
 		e.Status = lease.StatusNoChange
 	}
 	e.Projection, e.ProjectionError = status, reason
-	e.Revision, e.CurrentRevision = revString(head), revString(head)
+	e.Revision, e.CurrentRevision = records.Rev(head), records.Rev(head)
 	return newResult(s, e, time.Time{}, res.Data), board, nil
 }
 
@@ -244,10 +246,10 @@ type GCData struct {
 func (s *Store) GC() (*Result[GCData], error) {
 	st, err := s.git.GC(context.Background())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	head, _ := s.git.Head()
-	return newResult(s, Envelope{Operation: "gc", CurrentRevision: revString(head)}, time.Time{}, GCData{
+	return newResult(s, Envelope{Operation: "gc", CurrentRevision: records.Rev(head)}, time.Time{}, GCData{
 		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
 		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}), nil
 }

@@ -2,6 +2,7 @@ package loopx
 
 import (
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -48,5 +49,5 @@ func (s *Store) archivedReceipt(head gitstore.Hash, goal, todo, id string, versi
 	if err != nil {
 		return nil, err
 	}
-	return lease.NewView(files{sn}, revString(found), sn.Time()).ReceiptOf(goal, todo, id)
+	return lease.NewView(records.Files{Snap: sn}, records.Rev(found), sn.Time()).ReceiptOf(goal, todo, id)
 }

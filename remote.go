@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -172,7 +174,7 @@ func (s *Store) localStoreID() string {
 	if err != nil {
 		return ""
 	}
-	m, err := lease.NewView(files{sn}, h.String(), sn.Time()).Meta()
+	m, err := lease.NewView(records.Files{Snap: sn}, h.String(), sn.Time()).Meta()
 	if err != nil || m == nil {
 		return ""
 	}
@@ -215,7 +217,7 @@ func (s *Store) checkOfflineWork() error {
 	}
 	pending, _, err := s.offlinePending()
 	if err != nil {
-		return mapErr(err)
+		return storeerr.Map(err)
 	}
 	if len(pending) > 0 {
 		n := mutations(pending)
@@ -301,7 +303,7 @@ type fetchRecord struct {
 func (s *Store) noteFetched(head gitstore.Hash) {
 	now := s.opts.now().UTC()
 	s.remote.sh.setView(viewState{fetchedAt: now})
-	data, _ := json.Marshal(fetchRecord{Head: revString(head), FetchedAt: now})
+	data, _ := json.Marshal(fetchRecord{Head: records.Rev(head), FetchedAt: now})
 	_ = s.git.WriteSideFile(s.remoteStateFile(".json"), data, false) // advisory: the age of an offline view
 }
 
@@ -598,7 +600,7 @@ func (s *Store) storeIDAt(h gitstore.Hash) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m, err := lease.NewView(files{sn}, h.String(), sn.Time()).Meta()
+	m, err := lease.NewView(records.Files{Snap: sn}, h.String(), sn.Time()).Meta()
 	if err != nil || m == nil {
 		return "", err
 	}

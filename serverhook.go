@@ -34,12 +34,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -93,37 +94,9 @@ type ServerHookData struct {
 	Refused []ServerRefusal `json:"refused"`
 }
 
-// ServerRefusal is one refused commit.
-type ServerRefusal struct {
-	Revision string `json:"revision"`
-	Ref      string `json:"ref"`
-	// Code is the contract code: signature_required, signature_invalid,
-	// clock_skew, or corrupt_record with the history Reason.
-	Code    string `json:"code"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message"`
-}
-
-// refusalPrefix starts every line the hook prints for a refused commit.
-const refusalPrefix = "loopx server-hook: refused "
-
-// Line is the refusal as the hook prints it (one line).
-func (r ServerRefusal) Line() string {
-	code := r.Code
-	if r.Reason != "" && r.Reason != r.Code {
-		code += " (" + r.Reason + ")"
-	}
-	return fmt.Sprintf("%s%s on %s: %s: %s", refusalPrefix, r.Revision, r.Ref, code, oneLine(r.Message, 400))
-}
-
-// oneLine folds a message onto one line of at most n bytes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " / ")), " ")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
-}
+// ServerRefusal is one refused commit (its line is what the hook prints,
+// and what a client reads back out of remote_rejected: storeerr).
+type ServerRefusal = storeerr.Refusal
 
 // ServerHookPreReceive checks the updates of one push (see the file
 // comment). A refused push is an error whose code is the first refusal's,
@@ -145,7 +118,7 @@ func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result[ServerHookD
 			continue
 		}
 		if err := s.checkReceive(u, now, boards, d); err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 	}
 	boards.save()
@@ -188,7 +161,7 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 		return nil
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		c, err := s.commitMeta(chain[i])
+		c, err := records.CommitMeta(s.repo, chain[i])
 		if err != nil {
 			return err
 		}
@@ -266,31 +239,6 @@ func (s *Store) checkClockBound(c gitstore.CommitMeta, now time.Time, which stri
 	return "", nil
 }
 
-// refusalLine matches a refusal line inside a client's remote_rejected
-// message (the server's lines joined).
-var refusalLine = regexp.MustCompile(regexp.QuoteMeta(refusalPrefix) + `([0-9a-f]{40}) on (\S+): ([a-z_]+)(?: \(([a-z_]+)\))?: `)
-
-// serverRefusals reads the refusals of a loopx server hook out of a
-// remote_rejected message (nil when it holds none).
-func serverRefusals(msg string) []ServerRefusal {
-	var out []ServerRefusal
-	locs := refusalLine.FindAllStringSubmatchIndex(msg, -1)
-	for i, m := range locs {
-		end := len(msg)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		text := strings.TrimSpace(msg[m[1]:end])
-		text = strings.TrimRight(strings.TrimSuffix(strings.TrimSpace(strings.TrimRight(text, ")")), ";"), " ")
-		r := ServerRefusal{Revision: msg[m[2]:m[3]], Ref: msg[m[4]:m[5]], Code: msg[m[6]:m[7]], Message: text}
-		if m[8] >= 0 {
-			r.Reason = msg[m[8]:m[9]]
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 // ServerHookInstallData is the result of server-hook install.
 type ServerHookInstallData struct {
 	Hook    string   `json:"hook"`
@@ -316,7 +264,7 @@ func (s *Store) ServerHookInstall(refs []string, exe string) (*Result[ServerHook
 	}
 	changed, path, err := s.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, exe))
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if exe == "" {
 		exe = "loopx"

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
-	"golang.org/x/crypto/ssh"
 )
 
 // benchKey writes an ed25519 private key (OpenSSH format) and returns its

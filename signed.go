@@ -31,10 +31,11 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/signing"
-	"golang.org/x/crypto/ssh"
 )
 
 // Problem kinds of a state commit's signature (verify --history's reason,

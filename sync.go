@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -74,7 +76,7 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 
 	pending, _, err := s.offlinePending()
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	var last gitstore.Hash
 	for _, c := range pending {
@@ -82,7 +84,7 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 			// An offline board: the replays deliver their own.
 			last = c.hash
 			if err := s.writeSyncMarker(last); err != nil {
-				return nil, mapErr(err)
+				return nil, storeerr.Map(err)
 			}
 			continue
 		}
@@ -96,7 +98,7 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 					_ = s.writeSyncMarker(last)
 				}
 				if !ok {
-					return nil, mapErr(err)
+					return nil, storeerr.Map(err)
 				}
 				out := *le
 				out.Details = map[string]any{}
@@ -120,7 +122,7 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 		d.Replays = append(d.Replays, e)
 		last = c.hash
 		if err := s.writeSyncMarker(last); err != nil {
-			return nil, mapErr(err)
+			return nil, storeerr.Map(err)
 		}
 	}
 
@@ -128,12 +130,12 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 	// added meanwhile (it stays pending for the next sync).
 	head, err := s.finishSync(last)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, storeerr.Map(err)
 	}
 	if rest, _, err := s.offlinePending(); err == nil {
 		d.Pending = mutations(rest)
 	}
-	res := newResult(&online, Envelope{Operation: "sync", CurrentRevision: revString(head)}, time.Time{}, d)
+	res := newResult(&online, Envelope{Operation: "sync", CurrentRevision: records.Rev(head)}, time.Time{}, d)
 	if d.Refused > 0 {
 		// Some offline work did not land: say so with exit 1, listing
 		// each refusal (the code is the first refusal's own).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -145,7 +146,7 @@ func (s *Store) newLogVerifier(head gitstore.Hash) (*logVerifier, error) {
 	if len(gap) > 0 {
 		boards := &historyBoards{s: s, models: map[string]*historyModel{}}
 		for i := len(gap) - 1; i >= 0; i-- {
-			c, err := s.commitMeta(gap[i])
+			c, err := records.CommitMeta(s.repo, gap[i])
 			if err != nil {
 				return nil, err
 			}

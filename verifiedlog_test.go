@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -25,9 +26,9 @@ func TestLogVerifiesWhatItShows(t *testing.T) {
 	}
 	// A forged commit: an honest add's message, records it did not write.
 	head, _ := f.repo.Head(context.Background())
-	prev, _ := s.commitMeta(head)
+	prev, _ := records.CommitMeta(s.repo, head)
 	for prev.Message == "" || !strings.Contains(prev.Message, "Loopx-Request") {
-		prev, _ = s.commitMeta(prev.Parent)
+		prev, _ = records.CommitMeta(s.repo, prev.Parent)
 	}
 	_, err := f.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		return &gitstore.Proposal{Info: gitstore.CommitInfo{Message: strings.Replace(prev.Message, "todo_n29", "todo_fake", -1),
