@@ -3,13 +3,11 @@ package loopx
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
@@ -65,7 +63,7 @@ func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome
 		plan.separate = true
 		return plan, nil
 	}
-	board, m, err := s.renderBoardModel(sn, v, o.Goal, now)
+	board, m, err := s.derived.Boards().Render(derived.TargetOf(sn, v, now), o.Goal)
 	if err != nil || board == nil {
 		plan.separate = true
 		return plan, nil
@@ -100,9 +98,7 @@ func (s *Store) finishBoard(plan *boardPlan, o *lease.Outcome, tx gitstore.TxRes
 	if plan == nil {
 		return ProjectionNotRequired, "", head
 	}
-	if plan.model != nil {
-		s.saveBoardModel(plan.goal, tx.State, plan.model)
-	}
+	s.derived.Boards().Save(plan.goal, tx.State, plan.model)
 	switch {
 	case plan.chained:
 		return ProjectionDelivered, "", head
@@ -145,9 +141,9 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 		now := lease.Now(clock, sn.Time())
 		var board []byte
 		if full {
-			board, model, renderErr = renderBoardFull(v, goal, now)
+			board, model, renderErr = derived.RenderFull(v, goal, now, markdown.RendererTimed)
 		} else {
-			board, model, renderErr = s.renderBoardModel(sn, v, goal, now)
+			board, model, renderErr = s.derived.Boards().Render(derived.TargetOf(sn, v, now), goal)
 		}
 		if renderErr != nil || board == nil {
 			return nil, renderErr
@@ -170,37 +166,11 @@ func (s *Store) deliverBoard(goal string, full bool) (status, reason string, err
 	if txErr != nil {
 		return ProjectionPending, storeerr.Map(txErr).Error(), nil
 	}
-	s.saveBoardModel(goal, tx.Base, model)
+	s.derived.Boards().Save(goal, tx.Base, model)
 	if delivered {
 		return ProjectionDelivered, "", nil
 	}
 	return ProjectionNotRequired, "", nil
-}
-
-// renderBoardFull renders a goal's board from every record of a view at the
-// render time now, and the model it was drawn from; nil when the goal is
-// absent.
-func renderBoardFull(v *lease.View, goal string, now time.Time) ([]byte, *markdown.Model, error) {
-	return renderBoardWith(v, goal, now, markdown.RendererTimed)
-}
-
-// renderBoardWith is renderBoardFull with renderer r (history verification
-// checks a board commit against the renderer that drew it).
-func renderBoardWith(v *lease.View, goal string, now time.Time, r int) ([]byte, *markdown.Model, error) {
-	g, err := v.Goal(goal)
-	if err != nil || g == nil {
-		return nil, nil, err
-	}
-	todos, err := v.Todos(goal)
-	if err != nil {
-		return nil, nil, err
-	}
-	leases, err := v.Leases(goal)
-	if err != nil {
-		return nil, nil, err
-	}
-	board, m := markdown.RenderModel(markdown.Board{Goal: g, Todos: todos, Leases: leases, Now: now, Renderer: r})
-	return board, m, nil
 }
 
 // boardPending reports whether the goal's committed board is not what the
@@ -211,7 +181,7 @@ func renderBoardWith(v *lease.View, goal string, now time.Time, r int) ([]byte, 
 // the board is up to date when it is the rendering of the head's records at
 // the head's time, or at the time of the last commit that wrote it.
 func (s *Store) boardPending(v *lease.View, goal string) (bool, error) {
-	board, m, err := renderBoardFull(v, goal, v.HeadTime)
+	board, m, err := derived.RenderFull(v, goal, v.HeadTime, markdown.RendererTimed)
 	if err != nil || board == nil {
 		return false, err
 	}
@@ -226,7 +196,7 @@ func (s *Store) boardPending(v *lease.View, goal string) (bool, error) {
 	if !ok || at.Equal(v.HeadTime) {
 		return true, nil
 	}
-	if board, err = m.Render(viewRecords{v, goal}, at); err != nil {
+	if board, err = m.Render(derived.Records{View: v, Goal: goal}, at); err != nil {
 		return false, err
 	}
 	return !bytes.Equal(old, board), nil
@@ -264,141 +234,4 @@ func (s *Store) boardWrittenAt(v *lease.View, goal string) (time.Time, bool) {
 		return err == nil, err
 	})
 	return at, err == nil && !at.IsZero()
-}
-
-// modelCatchUp is how many changed records a model is brought up to date
-// with before a full rebuild is cheaper.
-const modelCatchUp = 256
-
-// boardModelName is the side file of a goal's board model.
-func boardModelName(goal string) string {
-	return "loopx-cache/board-" + hex.EncodeToString([]byte(goal))
-}
-
-// viewRecords fetches a goal's records from a view for a model.
-type viewRecords struct {
-	v    *lease.View
-	goal string
-}
-
-func (r viewRecords) Todo(id string) (*lease.Todo, error)   { return r.v.Todo(r.goal, id) }
-func (r viewRecords) Lease(id string) (*lease.Lease, error) { return r.v.Lease(r.goal, id) }
-
-// renderBoardModel renders goal's board as of the view v of snapshot sn
-// (v's writes included) at the render time now from the goal's model, and
-// returns the model for saving once that state is committed. It returns nil
-// bytes when the goal does not exist.
-func (s *Store) renderBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string, now time.Time) ([]byte, *markdown.Model, error) {
-	g, err := v.Goal(goal)
-	if err != nil || g == nil {
-		return nil, nil, err
-	}
-	if m := s.loadBoardModel(sn, v, goal); m != nil {
-		m.SetGoal(g)
-		board, err := m.Render(viewRecords{v, goal}, now)
-		if err == nil {
-			return board, m, nil
-		}
-		if _, stale := errors.AsType[*markdown.StaleError](err); !stale {
-			return nil, nil, err
-		}
-	}
-	return renderBoardFull(v, goal, now)
-}
-
-// loadBoardModel returns the goal's saved model brought up to date with
-// the view, or nil when there is none or it cannot be (the caller then
-// rebuilds it; a record that fails to decode is reported by that rebuild).
-func (s *Store) loadBoardModel(sn *gitstore.Snapshot, v *lease.View, goal string) *markdown.Model {
-	data, err := s.repo.ReadSideFile(boardModelName(goal))
-	if err != nil || len(data) < 41 || data[40] != '\n' {
-		return nil
-	}
-	base := gitstore.ParseHash(string(data[:40]))
-	if base.IsZero() {
-		return nil
-	}
-	m, err := markdown.DecodeModel(data[41:])
-	if err != nil {
-		return nil
-	}
-	dir := lease.GoalDir(goal) + "/"
-	changed := map[string]bool{}
-	errTooFar := errors.New("too far behind")
-	err = s.repo.DiffHashes(base, sn.Revision(), lease.GoalDir(goal), func(p string, _, _ gitstore.Hash) error {
-		changed[p] = true
-		if len(changed) > modelCatchUp {
-			return errTooFar
-		}
-		return nil
-	})
-	if err != nil {
-		return nil
-	}
-	for _, c := range v.Changes() {
-		if strings.HasPrefix(c.Path, dir) {
-			changed[c.Path] = true
-		}
-	}
-	paths := make([]string, 0, len(changed))
-	for p := range changed {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		if err := applyToModel(m, v, goal, p); err != nil {
-			return nil
-		}
-	}
-	return m
-}
-
-var errNotARecord = errors.New("not a record path")
-
-// applyToModel sets the model's copy of the record at p to what the view
-// holds there. Paths outside the goal's todos and leases do not concern it.
-func applyToModel(m *markdown.Model, v *lease.View, goal, p string) error {
-	id := lease.RecordID(p)
-	switch {
-	case strings.HasPrefix(p, lease.TodosDir(goal)+"/"):
-		if p != lease.TodoPath(goal, id) {
-			return errNotARecord
-		}
-		t, err := v.Todo(goal, id)
-		if err != nil {
-			return err
-		}
-		if t == nil {
-			m.DeleteTodo(id)
-		} else {
-			m.PutTodo(t)
-		}
-	case strings.HasPrefix(p, lease.LeasesDir(goal)+"/"):
-		if p != lease.LeasePath(goal, id) {
-			return errNotARecord
-		}
-		l, err := v.Lease(goal, id)
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			m.DeleteLease(id)
-		} else {
-			m.PutLease(l)
-		}
-	}
-	return nil
-}
-
-// saveBoardModel keeps m as the model of goal at the state revision rev
-// (best effort: it is a cache).
-func (s *Store) saveBoardModel(goal string, rev gitstore.Hash, m *markdown.Model) {
-	if m == nil || rev.IsZero() {
-		return
-	}
-	var b bytes.Buffer
-	b.WriteString(rev.String())
-	b.WriteByte('\n')
-	b.Write(m.Encode())
-	_ = s.repo.WriteSideFile(boardModelName(goal), b.Bytes(), false)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
@@ -21,7 +22,7 @@ import (
 func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	s := openRepo(repo, Options{Now: func() time.Time { return clock }})
+	s := OpenRepo(repo, Options{Now: func() time.Time { return clock }})
 	for _, req := range []any{
 		lease.InitRequest{FormatVersion: lease.FormatVersion},
 		lease.GoalCreateRequest{Goal: "g"},
@@ -47,7 +48,7 @@ func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 		var board []byte
 		_, err := repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 			var err error
-			if board, _, err = renderBoardWith(s.viewOf(sn), "g", drawn, r); err != nil {
+			if board, _, err = derived.RenderFull(s.viewOf(sn), "g", drawn, r); err != nil {
 				return nil, err
 			}
 			return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath("g"), Data: board}},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
@@ -411,7 +412,7 @@ func (h *historyBoards) save() {
 		return
 	}
 	for goal, hm := range h.models {
-		h.s.saveBoardModel(goal, hm.rev, hm.m)
+		h.s.derived.Boards().Save(goal, hm.rev, hm.m)
 	}
 }
 
@@ -439,15 +440,15 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 			return board, nil
 		}
 	} else if h.saved && r == markdown.RendererTimed {
-		if m := h.s.loadBoardModel(sn, v, goal); m != nil {
+		if m := h.s.derived.Boards().Model(derived.TargetOf(sn, v, now), goal); m != nil {
 			m.SetGoal(g)
-			if board, err := m.Render(viewRecords{v, goal}, now); err == nil {
+			if board, err := m.Render(derived.Records{View: v, Goal: goal}, now); err == nil {
 				h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
 				return board, nil
 			}
 		}
 	}
-	board, m, err := renderBoardWith(v, goal, now, r)
+	board, m, err := derived.RenderFull(v, goal, now, r)
 	if err != nil {
 		return nil, err
 	}
@@ -456,24 +457,11 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 }
 
 func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal, now time.Time) ([]byte, bool) {
-	var paths []string
-	err := h.s.repo.DiffHashes(hm.rev, sn.Revision(), lease.GoalDir(g.ID), func(p string, _, _ gitstore.Hash) error {
-		paths = append(paths, p)
-		if len(paths) > modelCatchUp {
-			return errNotARecord
-		}
-		return nil
-	})
-	if err != nil {
+	if !h.s.derived.Boards().CatchUp(hm.m, hm.rev, derived.TargetOf(sn, v, now), g.ID) {
 		return nil, false
 	}
-	for _, p := range paths {
-		if applyToModel(hm.m, v, g.ID, p) != nil {
-			return nil, false
-		}
-	}
 	hm.m.SetGoal(g)
-	board, err := hm.m.Render(viewRecords{v, g.ID}, now)
+	board, err := hm.m.Render(derived.Records{View: v, Goal: g.ID}, now)
 	if err != nil {
 		return nil, false
 	}

@@ -21,7 +21,7 @@ func TestHistoryReverifies(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-		s := openRepo(repo, Options{Now: func() time.Time { return clock }})
+		s := OpenRepo(repo, Options{Now: func() time.Time { return clock }})
 		must := func(_ any, err error) {
 			if err != nil {
 				rt.Fatal(err)

@@ -82,6 +82,20 @@ func (s *Store) Log(q LogQuery) (*Result[LogData], error) {
 	return newResult(s, Envelope{Operation: "log", CurrentRevision: records.Rev(head)}, time.Time{}, LogData{Entries: entries}), nil
 }
 
+// indexedLog answers q (a todo, no --since) from the per-todo log index
+// beside the store (internal/derived): the entries the walk from head
+// would give. ok is false when the index cannot serve the query.
+func (s *Store) indexedLog(head gitstore.Hash, q LogQuery, lv *logVerifier) (entries []LogEntry, ok bool, err error) {
+	if q.Todo == "" || !q.Since.IsZero() || q.Limit > s.derived.LogKeep() || !lease.ValidTodoID(q.Todo) {
+		return nil, false, nil
+	}
+	entries = []LogEntry{}
+	if err := s.derived.TodoCommits(head, q.Todo, s.collect(q, lv, &entries)); err != nil {
+		return nil, false, err
+	}
+	return entries, true, nil
+}
+
 // walkLog answers q by walking the history from head.
 func (s *Store) walkLog(head gitstore.Hash, q LogQuery, lv *logVerifier) ([]LogEntry, error) {
 	entries := []LogEntry{}

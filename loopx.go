@@ -8,7 +8,6 @@
 package loopx
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +22,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
-	"github.com/loopx-dev/loopx/internal/records"
+	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -83,6 +82,9 @@ type Options struct {
 	SigningKey string
 	// SSHAuthSock is the ssh-agent's socket ($SSH_AUTH_SOCK).
 	SSHAuthSock string
+	// Derived tunes the derived data beside the store (internal/derived;
+	// zero: the defaults).
+	Derived derived.Config
 }
 
 // Store is an open loopx store.
@@ -91,12 +93,8 @@ type Store struct {
 	repo        gitstore.Repo   // the mutation path's view of it: head, snapshots, transactions
 	opts        Options
 	defaultGoal string
-	cache       *lease.RecordCache
-	// cacheBase is the record cache's size after it was last pruned (or
-	// first used): it is pruned again when it has grown well past it.
-	cacheBase int
-	leaseIdx  *leaseIndexes // the goals' active-lease indexes (leaseindex.go)
-	remote    remoteConf    // remote mode (remote.go)
+	derived     *derived.Cache // indexes and caches beside the store
+	remote      remoteConf     // remote mode (remote.go)
 	// unrecorded leaves the request out of state commits: only the
 	// benchmark of what recording costs sets it.
 	unrecorded bool
@@ -105,9 +103,6 @@ type Store struct {
 	// hold a log's cost to what it shows).
 	judged int
 }
-
-// recordCacheName is the derived cache of decoded records in the common dir.
-const recordCacheName = "loopx-cache/records.gob"
 
 func (o *Options) now() time.Time {
 	if o.Now != nil {
@@ -217,11 +212,7 @@ func Open(opts Options) (*Store, error) {
 	defer func() {
 		if s.git != nil {
 			s.bindRepo()
-			g := s.git
-			s.cache = lease.NewRecordCache(func() []byte {
-				data, _ := g.ReadSideFile(recordCacheName)
-				return data
-			})
+			s.derived = derived.New(s.repo, opts.Derived)
 		}
 	}()
 	if ref == DefaultRef {
@@ -238,9 +229,8 @@ func Open(opts Options) (*Store, error) {
 
 // Close saves what the record cache learned and releases the repository.
 func (s *Store) Close() error {
-	if s.cache != nil && s.cache.WorthSaving() {
-		s.pruneRecordCache()
-		_ = s.repo.WriteSideFile(recordCacheName, s.cache.Encode(), false) // a cache: best effort
+	if s.derived != nil {
+		s.derived.Close()
 	}
 	s.keys.close()
 	if s.git == nil {
@@ -249,16 +239,13 @@ func (s *Store) Close() error {
 	return s.git.Close()
 }
 
-// openRepo returns a Store on any Repo with the given options: the
-// in-memory repository of tests, where the administration of a Git
-// repository (gc, hooks, remotes) does not apply.
-func openRepo(repo gitstore.Repo, opts Options) *Store {
-	s := &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}, keys: &keyRing{}}
-	s.cache = lease.NewRecordCache(func() []byte {
-		data, _ := repo.ReadSideFile(recordCacheName)
-		return data
-	})
-	return s
+// OpenRepo returns a Store on any Repo with the given options: the
+// in-memory repository (gitstore.MemRepo) of tests and of programs that
+// keep no Git repository, where the administration of one (gc, hooks,
+// remotes, signatures) does not apply.
+func OpenRepo(repo gitstore.Repo, opts Options) *Store {
+	return &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}, keys: &keyRing{},
+		derived: derived.New(repo, opts.Derived)}
 }
 
 // Ref is the state ref of the store.
@@ -435,53 +422,3 @@ func HasStore(dir string) bool {
 	h, err := g.Head()
 	return err == nil && !h.IsZero()
 }
-
-// pruneRecordCache drops from the record cache the records that are not in
-// the head's tree (lease.RecordCache.Keep). It walks the tree's names and
-// hashes, not the blobs.
-func (s *Store) pruneRecordCache() {
-	head, err := s.repo.Head(context.Background())
-	if err != nil {
-		return
-	}
-	sn, err := s.repo.Snapshot(head)
-	if err != nil {
-		return
-	}
-	f := records.Files{Snap: sn}
-	goals, err := f.List(lease.GoalsDir)
-	if err != nil {
-		return
-	}
-	live := map[string]bool{}
-	add := func(_, hash string) error { live[hash] = true; return nil }
-	for _, g := range goals {
-		if f.WalkHashes(lease.TodosDir(g), add) != nil || f.WalkHashes(lease.LeasesDir(g), add) != nil {
-			return // keep everything: a cache may always hold more
-		}
-	}
-	s.cache.Keep(func(h string) bool { return live[h] })
-	s.cacheBase = s.cache.Len()
-}
-
-// maybePruneRecordCache prunes the record cache once it has grown to twice
-// its size after the last pruning and 1,024 records more: amortized, a
-// tree walk every few hundred mutations of a long-lived process, and never
-// in a one-command process on a warm cache.
-func (s *Store) maybePruneRecordCache() {
-	if s.cache == nil {
-		return
-	}
-	n := s.cache.Len()
-	if s.cacheBase == 0 {
-		s.cacheBase = n
-		return
-	}
-	if n > 2*s.cacheBase+recordCacheSlack {
-		s.pruneRecordCache()
-	}
-}
-
-// recordCacheSlack is the growth beyond twice the pruned size that starts
-// a pruning (a variable for tests).
-var recordCacheSlack = 1024

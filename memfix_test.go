@@ -31,7 +31,7 @@ func newMemFix(t *testing.T, agents ...string) *memFix {
 
 // open returns another Store on the repository (another process).
 func (f *memFix) open() *Store {
-	return openRepo(f.repo, Options{Now: func() time.Time { return f.clock }})
+	return OpenRepo(f.repo, Options{Now: func() time.Time { return f.clock }})
 }
 
 // do applies req through s a second later, and fails the test on an error.

@@ -26,28 +26,10 @@ import (
 // compare-and-swap decides again on the new head (gitstore). The report
 // says what happened in the contract's envelope.
 
-// viewOf returns the records view of a snapshot, sharing the store's
-// decoded-record cache.
-func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View {
-	v := records.View(sn)
-	v.UseCache(s.cache)
-	s.useLeaseIndex(v, sn) // the active leases every acquire checks (leaseindex.go)
-	// Which todos depend on one (todo show's unblocks) comes from the
-	// goal's board model, which holds every todo's dependencies, instead
-	// of a scan of every todo.
-	v.UseDependents(func(goal, id string) ([]string, bool) {
-		m := s.loadBoardModel(sn, v, goal)
-		if m == nil {
-			return nil, false
-		}
-		return m.Dependents(id), true
-	})
-	// Retries whose receipts left the lease records (receiptarchive.go).
-	v.UseReceiptArchive(func(goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
-		return s.archivedReceipt(sn.Revision(), goal, todo, id, version, epoch)
-	})
-	return v
-}
+// viewOf returns the records view of a snapshot with the derived data
+// beside the store (internal/derived: the decoded-record cache, the
+// goals' active leases, board models, archived receipts).
+func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View { return s.derived.View(sn) }
 
 // read runs a read-only decision on the authority's head: decide returns
 // the command's payload.
@@ -64,7 +46,7 @@ func read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) 
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
 	data, err := decide(v, now)
-	s.maybePruneRecordCache() // a long-lived reader follows every version too
+	s.derived.MaybePrune() // a long-lived reader follows every version too
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
@@ -174,7 +156,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outco
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
-	s.maybePruneRecordCache()
+	s.derived.MaybePrune()
 	return s.report(last, tx), last.out, nil
 }
 

@@ -1,8 +1,12 @@
-package loopx
+package loopx_test
 
 import (
 	"fmt"
 	"testing"
+
+	lx "github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/internal/derived"
+	"github.com/loopx-dev/loopx/internal/memstore"
 
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -11,11 +15,10 @@ import (
 // the records of the head, in memory and in the file it saves: every
 // version it decoded is not kept.
 func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
-	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
-	recordCacheSlack = 8
-	f := newMemFix(t, "agent-a")
-	s, repo := f.s, f.repo
-	do := func(req any) { t.Helper(); f.do(s, req) }
+	const slack = 8
+	f := memstore.New(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
+	s, repo := f.S, f.Repo
+	do := func(req any) { t.Helper(); f.Do(s, req) }
 	const todos = 5
 	for i := range todos {
 		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
@@ -31,24 +34,24 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 				ExpectedVersion: &v, TTLSeconds: 3600})
 		}
 		// A scan reads every record of the head through the cache.
-		if _, err := s.ListTodos(TodoFilter{Goal: "g"}); err != nil {
+		if _, err := s.ListTodos(lx.TodoFilter{Goal: "g"}); err != nil {
 			t.Fatal(err)
 		}
-		peak = max(peak, s.cache.Len())
+		peak = max(peak, s.RecordCacheLen())
 	}
 	// 5 todos and 5 leases are live; 300 renewals made 300 lease versions.
-	if limit := 2*(2*todos) + recordCacheSlack + 2*todos; peak > limit {
+	if limit := 2*(2*todos) + slack + 2*todos; peak > limit {
 		t.Fatalf("the cache grew to %d records (limit %d)", peak, limit)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.cache.Len(); n > 2*todos {
+	if n := s.RecordCacheLen(); n > 2*todos {
 		t.Fatalf("after Close the cache holds %d records, want at most the %d of the head", n, 2*todos)
 	}
 	// The file holds those (10 records: 13 KB here; the 310 versions
 	// decoded would be some 400 KB).
-	data, err := repo.ReadSideFile(recordCacheName)
+	data, err := repo.ReadSideFile("loopx-cache/records.gob")
 	if err != nil || len(data) == 0 || len(data) > 64<<10 {
 		t.Fatalf("saved cache: %d bytes, %v", len(data), err)
 	}
@@ -58,11 +61,10 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 // A Store that only reads, while another process writes, keeps its record
 // cache bounded too.
 func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
-	defer func(n int) { recordCacheSlack = n }(recordCacheSlack)
-	recordCacheSlack = 8
-	f := newMemFix(t, "agent-a")
-	writer, reader := f.s, f.open()
-	do := func(req any) { t.Helper(); f.do(writer, req) }
+	const slack = 8
+	f := memstore.New(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
+	writer, reader := f.S, f.Open()
+	do := func(req any) { t.Helper(); f.Do(writer, req) }
 	for i := range 5 {
 		do(lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
 	}
@@ -71,13 +73,13 @@ func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
 		for i := range 5 {
 			do(lease.UpdateRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Actor: "agent-a", Note: fmt.Sprintf("n%d", r)})
 		}
-		if _, err := reader.ListTodos(TodoFilter{Goal: "g"}); err != nil {
+		if _, err := reader.ListTodos(lx.TodoFilter{Goal: "g"}); err != nil {
 			t.Fatal(err)
 		}
-		peak = max(peak, reader.cache.Len())
+		peak = max(peak, reader.RecordCacheLen())
 	}
 	// 5 todos are live; the reader decoded 300 versions.
-	if limit := 2*5 + recordCacheSlack + 5; peak > limit {
+	if limit := 2*5 + slack + 5; peak > limit {
 		t.Fatalf("the reader's cache grew to %d records (limit %d)", peak, limit)
 	}
 }

@@ -1,4 +1,4 @@
-package loopx
+package derived_test
 
 import (
 	"context"
@@ -10,9 +10,15 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/derived"
+	"github.com/loopx-dev/loopx/internal/memstore"
 	"github.com/loopx-dev/loopx/lease"
 )
+
+// leaseIndexFile is goal g's active-lease index.
+const leaseIndexFile = "loopx-cache/leases-67"
 
 // TestActiveLeaseIndexMatchesScan: along random histories of lease and
 // todo operations (scoped acquires, transfers, releases, closes,
@@ -24,8 +30,9 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-		opts := Options{Now: func() time.Time { return clock }}
-		s := openRepo(repo, opts)
+		opts := loopx.Options{Now: func() time.Time { return clock }}
+		s := loopx.OpenRepo(repo, opts)
+		c := derived.New(repo, derived.Config{})
 		must := func(_ any, err error) {
 			if err != nil {
 				rt.Fatal(err)
@@ -85,18 +92,21 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 			_, _ = s.Apply(lease.CallOf(req)) // refusals are part of the story
 			switch rapid.IntRange(0, 5).Draw(rt, "cache") {
 			case 0: // a new process, with the saved index
-				s = openRepo(repo, opts)
+				s = loopx.OpenRepo(repo, opts)
+				c = derived.New(repo, derived.Config{})
 			case 1: // a damaged side file
-				data, _ := repo.ReadSideFile(leaseIndexName("g"))
+				data, _ := repo.ReadSideFile(leaseIndexFile)
 				if len(data) > 0 {
 					data[rapid.IntRange(0, len(data)-1).Draw(rt, "at")] ^= 0x20
-					repo.WriteSideFile(leaseIndexName("g"), data, false)
+					repo.WriteSideFile(leaseIndexFile, data, false)
 				}
-				s = openRepo(repo, opts)
+				s = loopx.OpenRepo(repo, opts)
+				c = derived.New(repo, derived.Config{})
 			case 2: // a truncated one
-				data, _ := repo.ReadSideFile(leaseIndexName("g"))
-				repo.WriteSideFile(leaseIndexName("g"), data[:len(data)/2], false)
-				s = openRepo(repo, opts)
+				data, _ := repo.ReadSideFile(leaseIndexFile)
+				repo.WriteSideFile(leaseIndexFile, data[:len(data)/2], false)
+				s = loopx.OpenRepo(repo, opts)
+				c = derived.New(repo, derived.Config{})
 			}
 			head, err := repo.Head(context.Background())
 			if err != nil {
@@ -106,8 +116,8 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			want := buildLeaseIndex(s.viewOfRecords(sn), "g")
-			got := s.activeLeaseIndex(sn, "g")
+			want := derived.BuildLeaseIndex(c.RecordView(sn), "g")
+			got := c.ActiveLeases(sn, "g")
 			if want == nil || got == nil || !reflect.DeepEqual(got.List(), want.List()) {
 				rt.Fatalf("index %+v, scan %+v", got, want)
 			}
@@ -115,11 +125,11 @@ func TestActiveLeaseIndexMatchesScan(t *testing.T) {
 			probe := lease.AcquireRequest{Goal: "g", Todo: rapid.SampledFrom(todos).Draw(rt, "ptodo"), Owner: rapid.SampledFrom(agents).Draw(rt, "powner"),
 				IdempotencyKey: "probe", TTLSeconds: 60, WriteScopes: []string{rapid.SampledFrom(scopes).Draw(rt, "pscope")}}
 			now := lease.Now(clock, sn.Time())
-			with, without := s.viewOf(sn), s.viewOfRecords(sn)
+			with, without := c.View(sn), c.RecordView(sn)
 			if a, b := decideJSON(lease.Acquire(with, probe, now)), decideJSON(lease.Acquire(without, probe, now)); a != b {
 				rt.Fatalf("acquire with the index: %s\nwithout: %s", a, b)
 			}
-			if a, b := decideJSON(lease.Ready(s.viewOf(sn), "g", probe.Owner, now)), decideJSON(lease.Ready(s.viewOfRecords(sn), "g", probe.Owner, now)); a != b {
+			if a, b := decideJSON(lease.Ready(c.View(sn), "g", probe.Owner, now)), decideJSON(lease.Ready(c.RecordView(sn), "g", probe.Owner, now)); a != b {
 				rt.Fatalf("ready with the index: %s\nwithout: %s", a, b)
 			}
 		}
@@ -141,7 +151,8 @@ func decideJSON(o any, err error) string {
 func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	s := openRepo(repo, Options{Now: func() time.Time { return clock }})
+	s := loopx.OpenRepo(repo, loopx.Options{Now: func() time.Time { return clock }})
+	c := derived.New(repo, derived.Config{})
 	for _, req := range []any{
 		lease.InitRequest{FormatVersion: lease.FormatVersion},
 		lease.GoalCreateRequest{Goal: "g"},
@@ -156,7 +167,7 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 	}
 	head, _ := repo.Head(context.Background())
 	sn, _ := repo.Snapshot(head)
-	if ix := s.activeLeaseIndex(sn, "g"); ix == nil || ix.Len() != 1 {
+	if ix := c.ActiveLeases(sn, "g"); ix == nil || ix.Len() != 1 {
 		t.Fatalf("index %+v", ix)
 	}
 	// A hand edit breaks the lease record.
@@ -168,10 +179,10 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	sn, _ = repo.Snapshot(res.Head)
-	if ix := s.activeLeaseIndex(sn, "g"); ix != nil {
+	if ix := c.ActiveLeases(sn, "g"); ix != nil {
 		t.Fatalf("an index over a damaged record: %+v", ix.List())
 	}
-	_, err = lease.Acquire(s.viewOf(sn), lease.AcquireRequest{Goal: "g", Todo: "todo_bbb", Owner: "agent-a", IdempotencyKey: "k2",
+	_, err = lease.Acquire(c.View(sn), lease.AcquireRequest{Goal: "g", Todo: "todo_bbb", Owner: "agent-a", IdempotencyKey: "k2",
 		TTLSeconds: 60, WriteScopes: []string{"docs/**"}}, clock)
 	if e, ok := lease.AsError(err); !ok || e.Code != lease.CodeCorruptRecord {
 		t.Fatalf("acquire over a damaged lease record: %v", err)
@@ -179,30 +190,24 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 }
 
 // The saved index is rewritten by a process that rebuilt it, or that caught
-// it up with leaseIndexSaveAfter changed records or more; a process that
+// it up with LeaseIndexSaveAfter changed records or more; a process that
 // caught up fewer leaves the file as it was (and the next one catches up
 // from there).
 func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
-	defer func(n int) { leaseIndexSaveAfter = n }(leaseIndexSaveAfter)
-	leaseIndexSaveAfter = 3
-	f := newMemFix(t, "agent-a")
-	s, repo := f.s, f.repo
+	cfg := derived.Config{LeaseIndexSaveAfter: 3}
+	f := memstore.New(t, loopx.Options{Derived: cfg}, "agent-a")
+	s, repo := f.S, f.Repo
 	for i := range 8 {
-		f.do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
+		f.Do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
 	}
-	saved := func() gitstore.Hash {
-		if ix := s.loadLeaseIndex("g"); ix != nil {
-			return ix.rev
-		}
-		return gitstore.ZeroHash
-	}
+	saved := func() gitstore.Hash { return derived.SavedLeases(repo, "g") }
 	// Each acquire in a process of its own (a new Store): its scope check
 	// reads the index, from the file.
 	acquire := func(i int) gitstore.Hash {
 		t.Helper()
 		head, _ := repo.Head(context.Background())
 		v := int64(0)
-		f.do(f.open(), lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
+		f.Do(f.Open(), lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
 			IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})
 		return head // the revision its decision read
 	}
@@ -213,7 +218,7 @@ func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
 	acquire(1) // 1 lease changed since the file
 	acquire(2) // 2
 	if saved() != first {
-		t.Fatal("the file was rewritten after fewer than leaseIndexSaveAfter changes")
+		t.Fatal("the file was rewritten after fewer than LeaseIndexSaveAfter changes")
 	}
 	third := acquire(3) // 3: saved at the revision it read
 	if saved() != third {
@@ -225,8 +230,9 @@ func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.activeLeaseIndex(sn, "g")
-	want := buildLeaseIndex(s.viewOfRecords(sn), "g")
+	c := derived.New(repo, cfg)
+	got := c.ActiveLeases(sn, "g")
+	want := derived.BuildLeaseIndex(c.RecordView(sn), "g")
 	if got == nil || !reflect.DeepEqual(got.List(), want.List()) || len(want.List()) != 4 {
 		t.Fatalf("index %+v, want %+v", got, want)
 	}

@@ -1,8 +1,11 @@
-package loopx
+package derived_test
 
 import (
 	"testing"
 
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/internal/derived"
+	"github.com/loopx-dev/loopx/internal/memstore"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -10,11 +13,9 @@ import (
 // also when the commit that applied it is below what the per-todo log
 // index names; a request never decided is refused as before.
 func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
-	defer func(k int) { logIndexKeep = k }(logIndexKeep)
-	logIndexKeep = 2
-	f := newMemFix(t, "agent-a")
-	s := f.s
-	do := func(req any) *Result[any] { t.Helper(); return f.do(s, req) }
+	f := memstore.New(t, loopx.Options{Derived: derived.Config{LogIndexKeep: 2}}, "agent-a")
+	s := f.S
+	do := func(req any) *loopx.Result[any] { t.Helper(); return f.Do(s, req) }
 	v := func(n int64) *int64 { return &n }
 	for _, id := range []string{"todo_aaa", "todo_bbb"} {
 		do(lease.AddRequest{Goal: "g", Todo: id, Text: id, Actor: "agent-a"})
@@ -36,19 +37,17 @@ func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
 	}
 	other := first
 	other.TTLSeconds = 60
-	if _, err := s.Apply(lease.CallOf(other)); codeOf(err) != lease.CodeIdempotencyKeyReuse {
+	if _, err := s.Apply(lease.CallOf(other)); !hasCode(err, lease.CodeIdempotencyKeyReuse) {
 		t.Fatalf("other TTL: %v", err)
 	}
 	// k2's execution never was at version 2: the walk stops at its epoch.
 	never := lease.RenewRequest{Goal: "g", Todo: "todo_aaa", Owner: "agent-a", IdempotencyKey: "k2", ExpectedVersion: v(2), TTLSeconds: 600}
-	if _, err := s.Apply(lease.CallOf(never)); codeOf(err) != lease.CodeVersionMismatch {
+	if _, err := s.Apply(lease.CallOf(never)); !hasCode(err, lease.CodeVersionMismatch) {
 		t.Fatalf("never decided: %v", err)
 	}
 }
 
-func codeOf(err error) lease.Code {
-	if e, ok := lease.AsError(err); ok {
-		return e.Code
-	}
-	return ""
+func hasCode(err error, code lease.Code) bool {
+	e, ok := lease.AsError(err)
+	return ok && e.Code == code
 }

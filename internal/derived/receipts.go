@@ -1,4 +1,4 @@
-package loopx
+package derived
 
 import (
 	"github.com/loopx-dev/loopx/gitstore"
@@ -17,21 +17,21 @@ import (
 // the history below it), and only for a request that may have been decided
 // before (lease.findOperationReceipt says which).
 
-// archivedReceipt returns the receipt id of todo on head's history, nil
+// ArchivedReceipt returns the receipt id of todo on head's history, nil
 // when no commit at lease version ≥ version (and epoch ≥ epoch, when known)
 // wrote it: below those the operation cannot have been decided.
-func (s *Store) archivedReceipt(head gitstore.Hash, goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
+func (c *Cache) ArchivedReceipt(head gitstore.Hash, goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
 	if head.IsZero() || !lease.ValidTodoID(todo) {
 		return nil, nil
 	}
 	var found gitstore.Hash
-	err := s.todoCommits(head, todo, func(c gitstore.CommitMeta) (bool, error) {
-		e, ok := lease.ParseMessage(c.Message)
+	err := c.TodoCommits(head, todo, func(cm gitstore.CommitMeta) (bool, error) {
+		e, ok := lease.ParseMessage(cm.Message)
 		if !ok || e.Todo != todo || e.Goal != goal || e.ProjectionOf != "" {
 			return true, nil
 		}
 		if e.Receipt == id {
-			found = c.Hash
+			found = cm.Hash
 			return false, nil
 		}
 		// Every commit of the todo's lease carries its version and epoch;
@@ -45,9 +45,9 @@ func (s *Store) archivedReceipt(head gitstore.Hash, goal, todo, id string, versi
 	if found.IsZero() {
 		return nil, nil
 	}
-	sn, err := s.repo.Snapshot(found)
+	sn, err := c.repo.Snapshot(found)
 	if err != nil {
 		return nil, err
 	}
-	return lease.NewView(records.Files{Snap: sn}, records.Rev(found), sn.Time()).ReceiptOf(goal, todo, id)
+	return records.View(sn).ReceiptOf(goal, todo, id)
 }

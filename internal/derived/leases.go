@@ -1,0 +1,151 @@
+package derived
+
+import (
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// The index of a goal's active leases (lease/active.go) beside the store.
+//
+// Every acquire checks its scopes against the goal's effective leases.
+// Scanning every lease record for that costs O(leases) per acquire (at
+// 1,000 active leases, ~45 µs each); the index keeps what the scan needs
+// (each active record's todo, expiry and scopes) per goal in
+// <common dir>/loopx-cache/leases-<hex goal>, tagged with the state
+// revision it reflects. A view gets the index of its own revision: the
+// saved one brought up to date from the tree diff of the goal's leases
+// folder between the two revisions (gitstore.DiffHashes: equal subtrees
+// are never read), so it costs what changed. It is derived data with a
+// checksum: when it is missing, damaged, more than leaseIndexCatchUp
+// records behind, or meets a record that does not decode or sits at the
+// wrong path, the index is rebuilt from every record (or, for a damaged
+// record, not offered: the scan then reports it as corrupt_record). A
+// decision's answer never depends on it: the index only says which
+// records to read (TestActiveLeaseIndexMatchesScan).
+
+// leaseIndexCatchUp is how many changed records an index is brought up to
+// date with before a rebuild is cheaper.
+const leaseIndexCatchUp = 256
+
+// leaseIndex is the active-lease index of every goal, and the indexes a
+// process has at hand, by goal (each as of a revision: never changed once
+// made, a newer revision's is a changed copy).
+type leaseIndex struct {
+	sideFile[*lease.ActiveLeases]
+	c *Cache
+
+	mu sync.Mutex
+	at map[string]leasesAt
+}
+
+var _ Index[*lease.ActiveLeases] = (*leaseIndex)(nil)
+
+type leasesAt struct {
+	rev gitstore.Hash
+	ix  *lease.ActiveLeases
+}
+
+func newLeaseIndex(c *Cache) *leaseIndex {
+	return &leaseIndex{c: c, at: map[string]leasesAt{}, sideFile: sideFile[*lease.ActiveLeases]{
+		repo: c.repo, kind: "leases", version: 1,
+		file:   func(goal string) string { return "loopx-cache/leases-" + hex.EncodeToString([]byte(goal)) },
+		encode: (*lease.ActiveLeases).Encode,
+		decode: lease.DecodeActiveLeases,
+	}}
+}
+
+// ActiveLeases returns the index of goal's active leases at sn, or nil
+// when it cannot be made (a record that does not decode: the scan reports
+// it). The first use in a process that moved the saved index far enough
+// (a rebuild, or LeaseIndexSaveAfter changed records) saves the new
+// revision's; later moves, say along verify --history's walk, are not
+// saved. Saving re-encodes the whole index (1,000 active leases: 2 ms,
+// more than an acquire's scope check), a catch-up decodes only the
+// records that changed, a few tens of microseconds each: so the file is
+// rewritten every few mutations, not on every one.
+func (c *Cache) ActiveLeases(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
+	if !lease.ValidGoalID(goal) {
+		return nil
+	}
+	ix := c.leases
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	cur, have := ix.at[goal]
+	to := Target{Rev: sn.Revision(), Snap: sn}
+	next, how, changed, err := bringUp[*lease.ActiveLeases](ix, goal, to, cur.ix, cur.rev, have, true)
+	if err != nil {
+		return nil
+	}
+	ix.at[goal] = leasesAt{rev: to.Rev, ix: next}
+	if !have && (how == rebuilt || how == caughtUp && changed >= c.cfg.LeaseIndexSaveAfter) && !strings.ContainsAny(goal, "/\\") {
+		ix.Save(goal, to.Rev, next)
+	}
+	return next
+}
+
+var errDamaged = errors.New("a record of the derived data does not decode")
+
+// Rebuild makes the index from every lease record of the target.
+func (ix *leaseIndex) Rebuild(to Target, goal string) (*lease.ActiveLeases, error) {
+	next := BuildLeaseIndex(ix.c.RecordView(to.Snap), goal)
+	if next == nil {
+		return nil, errDamaged
+	}
+	return next, nil
+}
+
+// BuildLeaseIndex makes the index of goal from every lease record of v;
+// nil when a record is damaged.
+func BuildLeaseIndex(v *lease.View, goal string) *lease.ActiveLeases {
+	leases, err := v.Leases(goal)
+	if err != nil {
+		return nil
+	}
+	ix := lease.NewActiveLeases()
+	for _, l := range leases {
+		ix.Set(lease.LeasePath(goal, l.TodoID), l)
+	}
+	return ix
+}
+
+// CatchUp brings cur from rev to the target from the tree diff of the
+// goal's leases folder.
+func (ix *leaseIndex) CatchUp(cur *lease.ActiveLeases, rev gitstore.Hash, to Target, goal string) (*lease.ActiveLeases, int, error) {
+	type change struct {
+		path string
+		blob gitstore.Hash
+	}
+	var cs []change
+	n, err := changes(ix.repo, rev, to.Rev, lease.LeasesDir(goal), leaseIndexCatchUp, func(p string, blob gitstore.Hash) error {
+		cs = append(cs, change{p, blob})
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	next := cur
+	if n > 0 {
+		next = cur.Clone()
+	}
+	for _, c := range cs {
+		if c.blob.IsZero() {
+			next.Set(c.path, nil)
+			continue
+		}
+		data, err := to.Snap.ReadBlobMax(c.blob, lease.MaxRecordSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		var l lease.Lease
+		if lease.DecodeAt(c.path, data, &l) != nil || c.path != lease.LeasePath(goal, l.TodoID) {
+			return nil, 0, errDamaged // the rebuild (a scan) reports it
+		}
+		next.Set(c.path, &l)
+	}
+	return next, n, nil
+}
