@@ -12,6 +12,7 @@ import (
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
+	"github.com/loopx-dev/loopx/remote"
 )
 
 // verify --history (contract section 7): every commit on the state ref's
@@ -206,7 +207,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 // hookless CI check) to what a server judges: an offline commit pushed as
 // it is does not verify.
 func (s *Store) checkPublished(c gitstore.CommitMeta, published bool) error {
-	if published && trailerValue(c.Message, TrailerOffline) != "" {
+	if published && remote.IsOffline(c.Message) {
 		return historyProblem(lease.ProblemOfflineCommit, "an offline commit pushed as it is (the server hook refuses it; `loopx sync` decides offline work again on the server's head)")
 	}
 	return nil

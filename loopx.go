@@ -25,6 +25,7 @@ import (
 	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/remote"
 )
 
 // DefaultRef is the state ref when none is configured.
@@ -94,7 +95,7 @@ type Store struct {
 	opts        Options
 	defaultGoal string
 	derived     *derived.Cache // indexes and caches beside the store
-	remote      remoteConf     // remote mode (remote.go)
+	remote      *remote.Remote // remote mode (package remote)
 	// unrecorded leaves the request out of state commits: only the
 	// benchmark of what recording costs sets it.
 	unrecorded bool
@@ -196,7 +197,11 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
-	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteOf(reg, opts), keys: &keyRing{}}
+	s := &Store{opts: opts, defaultGoal: opts.DefaultGoal, keys: &keyRing{}}
+	remoteName := opts.Remote
+	if remoteName == "" && reg != nil {
+		remoteName = reg.Remote
+	}
 	ref := DefaultRef
 	if reg != nil {
 		if reg.Ref != "" {
@@ -211,7 +216,8 @@ func Open(opts Options) (*Store, error) {
 	}
 	defer func() {
 		if s.git != nil {
-			s.bindRepo()
+			s.remote = remote.New(s.git, remoteName, opts.Offline, s.opts.now)
+			s.repo = s.remote.Bind()
 			s.derived = derived.New(s.repo, opts.Derived)
 		}
 	}()
@@ -244,8 +250,9 @@ func (s *Store) Close() error {
 // keep no Git repository, where the administration of one (gc, hooks,
 // remotes, signatures) does not apply.
 func OpenRepo(repo gitstore.Repo, opts Options) *Store {
-	return &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, remote: remoteConf{sh: &remoteShared{}}, keys: &keyRing{},
-		derived: derived.New(repo, opts.Derived)}
+	s := &Store{repo: repo, opts: opts, defaultGoal: opts.DefaultGoal, keys: &keyRing{}, derived: derived.New(repo, opts.Derived)}
+	s.remote = remote.New(nil, "", false, s.opts.now)
+	return s
 }
 
 // Ref is the state ref of the store.
@@ -348,7 +355,7 @@ func Init(opts Options, in InitOptions) (*Result[InitData], error) {
 		}
 	}
 	return &Result[InitData]{Envelope: res.Envelope,
-		Data: InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remoteAction(action, &res.Envelope)}}, nil
+		Data: InitData{Repo: top, Ref: in.Ref, Registry: regPath, Remote: in.Remote, RemoteAction: remote.InitAction(action, res.Applied())}}, nil
 }
 
 // checkInitRef refuses to point the store at code: a branch some working

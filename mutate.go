@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
@@ -136,7 +135,7 @@ type attempt struct {
 // apply runs call's transaction, and returns its result and the decision's
 // outcome; upgrade lets it first upgrade a store of an older format (once).
 func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, error) {
-	if err := s.checkOfflineWork(); err != nil {
+	if err := s.remote.CheckOfflineWork(); err != nil {
 		return nil, nil, err
 	}
 	var last attempt
@@ -168,7 +167,7 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 	if c.Op.Name != lease.OpStoreUpgrade && meta != nil && meta.FormatVersion < lease.FormatVersion {
 		return attempt{err: errUpgradeFirst}
 	}
-	if err := s.checkStoreIdentity(v); err != nil {
+	if err := s.remote.CheckIdentity(v); err != nil {
 		return attempt{err: err}
 	}
 	clock := s.opts.now()
@@ -258,11 +257,5 @@ func (s *Store) lastApplied(head gitstore.Hash, o *lease.Outcome) string {
 // commitInfo is the identity and message of a commit decided at now; an
 // offline commit is marked for `loopx sync`.
 func (s *Store) commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {
-	if s.remote.offline {
-		if !strings.HasSuffix(msg, "\n") {
-			msg += "\n"
-		}
-		msg += TrailerOffline + ": " + s.remote.name + "\n"
-	}
-	return records.Commit(actor, msg, now)
+	return records.Commit(actor, s.remote.OfflineTrailer(msg), now)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/remote"
 )
 
 // Projection delivery states.
@@ -38,8 +39,8 @@ type Envelope struct {
 	Projection string
 	// ProjectionError says why a pending board was not delivered.
 	ProjectionError string
-	// Remote describes the view of a store with a remote (remote.go).
-	Remote *RemoteInfo
+	// Remote describes the view of a store with a remote.
+	Remote *remote.Info
 	// ClockSkew is set on reads of a head dated beyond the store's skew
 	// bound ahead of this machine's clock (lease/clock.go).
 	ClockSkew *lease.Skew
@@ -155,7 +156,7 @@ func (e *Envelope) writeJSON(w io.Writer, data any) error {
 	env["current_provider_revision"] = e.CurrentRevision
 	env["current_cursor"] = e.Cursor
 	if e.Remote != nil {
-		e.Remote.fill(env)
+		e.Remote.Fill(env)
 	}
 	if e.ClockSkew != nil {
 		env["clock_skew"] = e.ClockSkew

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/remote"
 )
 
 // legacyMarshal is the envelope as Result.MarshalJSON made it before it
@@ -39,7 +40,7 @@ func legacyMarshal(r *Result[any]) ([]byte, error) {
 	m["current_provider_revision"] = r.CurrentRevision
 	m["current_cursor"] = r.Cursor
 	if r.Remote != nil {
-		r.Remote.fill(m)
+		r.Remote.Fill(m)
 	}
 	if r.ClockSkew != nil {
 		m["clock_skew"] = r.ClockSkew
@@ -128,7 +129,7 @@ func TestResultJSONBytesUnchanged(t *testing.T) {
 		{"mutation delivered", &Result[any]{Envelope: Envelope{Operation: "task-lease.acquire", Mutation: true, Status: lease.StatusApplied, Revision: "r1", CurrentRevision: "r2", Projection: ProjectionDelivered}, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_a"}}},
 		{"mutation pending", &Result[any]{Envelope: Envelope{Operation: "todo.add", Mutation: true, Status: lease.StatusReplayed, Projection: ProjectionPending, ProjectionError: "boom <&>"}, Data: nested}},
 		{"data overrides", &Result[any]{Envelope: Envelope{Operation: "x"}, Data: map[string]any{"ok": false, "operation": "y", "provider": "p", "zz": 1}}},
-		{"remote and skew", &Result[any]{Envelope: Envelope{Operation: "log", Remote: &RemoteInfo{Name: "origin", Offline: true, Pending: 2,
+		{"remote and skew", &Result[any]{Envelope: Envelope{Operation: "log", Remote: &remote.Info{Name: "origin", Offline: true, Pending: 2,
 			FetchedAt: at, CheckedAt: at}, ClockSkew: &lease.Skew{HeadTime: "2026-01-02T03:04:05Z", LocalTime: "2026-01-02T03:03:05Z", MaxClockSkewSeconds: 30}}, Data: nested}},
 		{"array data", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: []any{map[string]any{"b": 1, "a": 2}}}},
 		{"string data", &Result[any]{Envelope: Envelope{Operation: "a"}, Data: "text"}},

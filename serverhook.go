@@ -42,6 +42,7 @@ import (
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/remote"
 )
 
 // ServerHookMarker identifies loopx's block in a server's pre-receive hook.
@@ -184,7 +185,7 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 			refuse(c.Hash, code, he.Kind, "%s", he.Message)
 			continue
 		}
-		if trailerValue(c.Message, TrailerOffline) != "" {
+		if remote.IsOffline(c.Message) {
 			refuse(c.Hash, string(lease.CodeCorruptRecord), lease.ProblemOfflineCommit,
 				"an offline commit pushed as it is: offline work is published by `loopx sync`, which decides it again on this server's head")
 		}

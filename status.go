@@ -30,10 +30,10 @@ func (s *Store) Status(goal, agent string) (*Result[lease.StatusData], error) {
 func (s *Store) nextExpiry(goal string) (d time.Duration, ok bool) {
 	var head gitstore.Hash
 	var err error
-	if s.remote.name == "" || s.remote.offline {
-		head, err = s.git.Head()
+	if s.remote.Online() {
+		head, err = s.remote.LastSeenHead()
 	} else {
-		head, err = s.git.ReadRef(s.git.TrackingRef(s.remote.name))
+		head, err = s.git.Head()
 	}
 	if err != nil || head.IsZero() {
 		return 0, false

@@ -156,7 +156,7 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 	start := time.Now()
 	deadline := start.Add(w.Timeout)
 	defer func() { stats.WaitedMS = time.Since(start).Milliseconds() }()
-	remote := s.remote.name != "" && !s.remote.offline
+	remote := s.remote.Online()
 	var watch *gitstore.RefWatch
 	defer func() {
 		if watch != nil {
@@ -206,7 +206,7 @@ func (s *Store) waitHead(ctx context.Context, remote bool, stats *WaitStats) (gi
 	var h gitstore.Hash
 	var err error
 	if remote {
-		h, err = s.git.LsRemote(ctx, s.remote.name)
+		h, err = s.remote.ProbeHead(ctx)
 	} else {
 		h, err = s.git.Head()
 	}

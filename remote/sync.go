@@ -1,4 +1,4 @@
-package loopx
+package remote
 
 import (
 	"context"
@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
-	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -56,49 +54,50 @@ type SyncData struct {
 // fetches and fast-forwards the local ref. A transient failure stops it
 // (remote_unavailable, store_conflict): what was done is remembered and the
 // next sync continues from there.
-func (s *Store) Sync() (*Result[SyncData], error) {
-	if s.remote.name == "" {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "this store has no remote: use --remote NAME, or `loopx init --remote NAME`")
+//
+// replay decides one recorded request as a mutation of the store on the
+// server's head (through r.ForSync()'s binding, so that pending offline
+// work does not block it). Sync returns what it did (nil when it stopped
+// before the end) with the server's head, and an error when it stopped or
+// some offline work was refused (with what it did then too).
+func (r *Remote) Sync(replay Replay) (*SyncData, gitstore.Hash, error) {
+	if r.name == "" {
+		return nil, gitstore.ZeroHash, lease.Errorf(lease.CodeInvalidRequest, "this store has no remote: use --remote NAME, or `loopx init --remote NAME`")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	unlock, err := s.git.LockNamed(ctx, "loopx-sync.lock")
+	unlock, err := r.git.LockNamed(ctx, "loopx-sync.lock")
 	if err != nil {
-		return nil, lease.Errorf(lease.CodeStoreBusy, "another sync is running: retry with the same arguments")
+		return nil, gitstore.ZeroHash, lease.Errorf(lease.CodeStoreBusy, "another sync is running: retry with the same arguments")
 	}
 	defer unlock()
 
-	online := *s
-	online.remote.offline = false
-	online.remote.syncing = true
-	online.bindRepo()
-	d := SyncData{Remote: s.remote.name, Replays: []SyncEntry{}}
-
-	pending, _, err := s.offlinePending()
+	d := SyncData{Remote: r.name, Replays: []SyncEntry{}}
+	pending, _, err := r.offlinePending()
 	if err != nil {
-		return nil, storeerr.Map(err)
+		return nil, gitstore.ZeroHash, storeerr.Map(err)
 	}
 	var last gitstore.Hash
 	for _, c := range pending {
 		if isBoard(c.msg) {
 			// An offline board: the replays deliver their own.
 			last = c.hash
-			if err := s.writeSyncMarker(last); err != nil {
-				return nil, storeerr.Map(err)
+			if err := r.writeSyncMarker(last); err != nil {
+				return nil, gitstore.ZeroHash, storeerr.Map(err)
 			}
 			continue
 		}
 		e := syncEntryOf(c)
-		res, err := online.replayCommit(c)
+		status, revision, err := replayCommit(c, replay)
 		if err != nil {
 			le, ok := lease.AsError(err)
 			if !ok || lease.ClassOf(le.Code) != lease.Rejected {
 				// Transient: stop here; the next sync continues.
 				if !last.IsZero() {
-					_ = s.writeSyncMarker(last)
+					_ = r.writeSyncMarker(last)
 				}
 				if !ok {
-					return nil, storeerr.Map(err)
+					return nil, gitstore.ZeroHash, storeerr.Map(err)
 				}
 				out := *le
 				out.Details = map[string]any{}
@@ -107,13 +106,13 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 				}
 				out.Details["sync"] = d
 				out.Details["stopped_at"] = c.hash.String()
-				return nil, &out
+				return nil, gitstore.ZeroHash, &out
 			}
 			e.Status = "refused"
 			e.Error = &SyncError{Code: string(le.Code), Message: le.Message, Details: le.Details}
 			d.Refused++
 		} else {
-			e.Status, e.Revision = res.Status, res.Revision
+			e.Status, e.Revision = status, revision
 			if e.Status == "" {
 				e.Status = lease.StatusApplied
 			}
@@ -121,21 +120,20 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 		}
 		d.Replays = append(d.Replays, e)
 		last = c.hash
-		if err := s.writeSyncMarker(last); err != nil {
-			return nil, storeerr.Map(err)
+		if err := r.writeSyncMarker(last); err != nil {
+			return nil, gitstore.ZeroHash, storeerr.Map(err)
 		}
 	}
 
 	// Point the local ref at the server's head, unless offline work was
 	// added meanwhile (it stays pending for the next sync).
-	head, err := s.finishSync(last)
+	head, err := r.finishSync(last)
 	if err != nil {
-		return nil, storeerr.Map(err)
+		return nil, gitstore.ZeroHash, storeerr.Map(err)
 	}
-	if rest, _, err := s.offlinePending(); err == nil {
+	if rest, _, err := r.offlinePending(); err == nil {
 		d.Pending = mutations(rest)
 	}
-	res := newResult(&online, Envelope{Operation: "sync", CurrentRevision: records.Rev(head)}, time.Time{}, d)
 	if d.Refused > 0 {
 		// Some offline work did not land: say so with exit 1, listing
 		// each refusal (the code is the first refusal's own).
@@ -149,22 +147,26 @@ func (s *Store) Sync() (*Result[SyncData], error) {
 				refused = append(refused, e)
 			}
 		}
-		return res, lease.Errorf(lease.Code(first.Code), "%d of %d offline request(s) were refused on the server's head (the rest were synced): %s",
+		return &d, head, lease.Errorf(lease.Code(first.Code), "%d of %d offline request(s) were refused on the server's head (the rest were synced): %s",
 			d.Refused, d.Refused+d.Applied, first.Message).With("refused", refused).With("sync", d)
 	}
-	return res, nil
+	return &d, head, nil
 }
+
+// Replay decides one recorded request as a mutation of the store on the
+// server's head, and says its status and revision.
+type Replay func(lease.Call) (status, revision string, err error)
 
 // replayCommit re-decides the request recorded on an offline commit, on
 // the server's head. A request written by loopx before requests were
 // versioned (base64 of {"op", "request"}) is read by the legacy decoder,
 // so offline work made by an older loopx still syncs.
-func (s *Store) replayCommit(c offlineCommit) (*Result[any], error) {
+func replayCommit(c offlineCommit, replay Replay) (status, revision string, err error) {
 	call, err := offlineRequest(c)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return s.Apply(call)
+	return replay(call)
 }
 
 // offlineRequest decodes the request an offline commit records.
@@ -205,44 +207,44 @@ func syncEntryOf(c offlineCommit) SyncEntry {
 // finishSync fetches the server's head and, under the fence, moves the
 // local ref to it if the local ref's offline work is all dealt with
 // (its tip is last, or it has none).
-func (s *Store) finishSync(last gitstore.Hash) (gitstore.Hash, error) {
+func (r *Remote) finishSync(last gitstore.Hash) (gitstore.Hash, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	unlock, err := s.git.Lock(ctx, true)
+	unlock, err := r.git.Lock(ctx, true)
 	if err != nil {
 		return gitstore.ZeroHash, err
 	}
 	defer unlock()
-	head, err := s.git.Fetch(ctx, s.remote.name)
+	head, err := r.git.Fetch(ctx, r.name)
 	if err != nil {
 		return gitstore.ZeroHash, err
 	}
-	s.noteFetched(head)
-	local, err := s.git.Head()
+	r.noteFetched(head)
+	local, err := r.git.Head()
 	if err != nil {
 		return head, err
 	}
-	if rest, _, err := s.offlinePending(); err != nil || len(rest) > 0 {
+	if rest, _, err := r.offlinePending(); err != nil || len(rest) > 0 {
 		return head, err
 	}
 	if head.IsZero() || local == head {
-		s.clearSyncMarker()
+		r.clearSyncMarker()
 		return head, nil
 	}
-	if ok, err := s.git.IsAncestor(local, head, ancestryLimit); err != nil {
+	if ok, err := r.git.IsAncestor(local, head, ancestryLimit); err != nil {
 		return head, err
 	} else if !ok && (last.IsZero() || local != last) {
 		// Not ours to drop: keep it reachable.
-		if err := s.backup(local); err != nil {
+		if err := r.backup(local); err != nil {
 			return head, err
 		}
 	}
-	if err := s.git.UpdateRef(s.git.Ref(), local, head); err != nil {
+	if err := r.git.UpdateRef(r.git.Ref(), local, head); err != nil {
 		if errors.Is(err, gitstore.ErrConflict) {
 			return head, nil // moved meanwhile: the next command sees it
 		}
 		return head, err
 	}
-	s.clearSyncMarker()
+	r.clearSyncMarker()
 	return head, nil
 }
