@@ -111,7 +111,7 @@ func (s *Store) IsLeaseEffective(goal, todo string, at time.Time) (bool, error) 
 // judgeTodoAt reads a todo on the head (resolving the goal as the commands
 // do) and calls judge with the decision time of at.
 func (s *Store) judgeTodoAt(goal, todo string, at time.Time, judge func(v *lease.View, goal string, t *lease.Todo, at time.Time) error) error {
-	_, err := read(s, "todo.show", func(v *lease.View, now time.Time) (struct{}, error) {
+	_, err := Read(s, "todo.show", func(v *lease.View, now time.Time) (struct{}, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
 			return struct{}{}, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lx "github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 )
 
 // BenchmarkGuardCheck measures `loopx guard check` on a store of 10,000
@@ -49,7 +50,7 @@ func BenchmarkGuardCheck(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := s.GuardCheck("seed-agent", false, paths)
+				res, err := audit.New(s).GuardCheck("seed-agent", false, paths)
 				s.Close()
 				if err != nil {
 					b.Fatal(err)
@@ -116,7 +117,7 @@ func installBenchHook(b *testing.B, dir string) string {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.GuardInstall(exe); err != nil {
+	if _, err := audit.New(s).GuardInstall(exe); err != nil {
 		b.Fatal(err)
 	}
 	return exe

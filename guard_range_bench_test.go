@@ -9,6 +9,7 @@ import (
 	"time"
 
 	lx "github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/gitstore"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkGuardRange(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := s.GuardRange(lx.GuardRangeRequest{Agent: "seed-agent", Range: "base..HEAD"})
+		res, err := audit.New(s).GuardRange(audit.GuardRangeRequest{Agent: "seed-agent", Range: "base..HEAD"})
 		s.Close()
 		if err != nil {
 			b.Fatal(err)

@@ -255,6 +255,25 @@ func OpenRepo(repo gitstore.Repo, opts Options) *Store {
 	return s
 }
 
+// The store's rooms above the root (audit, agent) work through these.
+
+// Repo is the mutation path's view of the store: head, snapshots,
+// transactions, history (the local ref's, or with a remote the server's).
+func (s *Store) Repo() gitstore.Repo { return s.repo }
+
+// Git is the Git repository (nil for a Store on another Repo: OpenRepo).
+func (s *Store) Git() *gitstore.Store { return s.git }
+
+// Derived is the derived data beside the store (internal/derived).
+func (s *Store) Derived() *derived.Cache { return s.derived }
+
+// Now is the store's clock (Options.Now; LOOPX_NOW).
+func (s *Store) Now() time.Time { return s.opts.now() }
+
+// SystemNow is the real clock (Options.SystemClock), which a fixed Now does
+// not replace where real time must decide.
+func (s *Store) SystemNow() time.Time { return s.opts.systemNow() }
+
 // Ref is the state ref of the store.
 func (s *Store) Ref() string { return s.git.Ref() }
 

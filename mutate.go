@@ -30,9 +30,9 @@ import (
 // goals' active leases, board models, archived receipts).
 func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View { return s.derived.View(sn) }
 
-// read runs a read-only decision on the authority's head: decide returns
-// the command's payload.
-func read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) (T, error)) (*Result[T], error) {
+// Read runs a read-only decision on the authority's head (a command's read
+// path): decide returns the command's payload.
+func Read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) (T, error)) (*Result[T], error) {
 	head, err := s.repo.Head(context.Background())
 	if err != nil {
 		return nil, storeerr.Map(err)

@@ -42,7 +42,7 @@ type GoalShow struct {
 
 // ShowGoal shows a goal with its counts.
 func (s *Store) ShowGoal(goal string) (*Result[GoalShow], error) {
-	return read(s, "goal.show", func(v *lease.View, now time.Time) (GoalShow, error) {
+	return Read(s, "goal.show", func(v *lease.View, now time.Time) (GoalShow, error) {
 		id, err := s.goalOf(v, goal)
 		if err != nil {
 			return GoalShow{}, err
@@ -76,7 +76,7 @@ func (d GoalList) jsonFields() []jsonField { return []jsonField{{"goals", d.Goal
 
 // ListGoals lists every goal.
 func (s *Store) ListGoals() (*Result[GoalList], error) {
-	return read(s, "goal.list", func(v *lease.View, now time.Time) (GoalList, error) {
+	return Read(s, "goal.list", func(v *lease.View, now time.Time) (GoalList, error) {
 		if _, err := lease.RequireStore(v); err != nil {
 			return GoalList{}, err
 		}
@@ -113,7 +113,7 @@ func (d AgentList) jsonFields() []jsonField {
 
 // ListAgents lists a goal's agent registrations (all, with status).
 func (s *Store) ListAgents(goal string) (*Result[AgentList], error) {
-	return read(s, "agent.list", func(v *lease.View, now time.Time) (AgentList, error) {
+	return Read(s, "agent.list", func(v *lease.View, now time.Time) (AgentList, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return AgentList{}, err
@@ -156,7 +156,7 @@ func (s *Store) ClockReset(req lease.ClockResetRequest) (*Result[lease.ClockRese
 // Verify checks every record on the head, and reports boards that are not
 // up to date with the state they should render.
 func (s *Store) Verify() (*Result[VerifyData], error) {
-	return read(s, "verify", func(v *lease.View, now time.Time) (VerifyData, error) {
+	return Read(s, "verify", func(v *lease.View, now time.Time) (VerifyData, error) {
 		problems, err := lease.Verify(v)
 		if err != nil {
 			return VerifyData{}, err
@@ -191,7 +191,7 @@ type BoardPath struct {
 // ProjectMarkdown renders the goal's board from the current head and commits
 // it when it differs. It repairs a pending delivery.
 func (s *Store) ProjectMarkdown(goal string) (*Result[BoardPath], []byte, error) {
-	res, err := read(s, "todo.project-markdown", func(v *lease.View, now time.Time) (BoardPath, error) {
+	res, err := Read(s, "todo.project-markdown", func(v *lease.View, now time.Time) (BoardPath, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return BoardPath{}, err
@@ -230,7 +230,7 @@ func (s *Store) ProjectMarkdown(goal string) (*Result[BoardPath], []byte, error)
 	}
 	e.Projection, e.ProjectionError = status, reason
 	e.Revision, e.CurrentRevision = records.Rev(head), records.Rev(head)
-	return newResult(s, e, time.Time{}, res.Data), board, nil
+	return NewResult(s, e, time.Time{}, res.Data), board, nil
 }
 
 // GCData is the result of gc.
@@ -249,7 +249,7 @@ func (s *Store) GC() (*Result[GCData], error) {
 		return nil, storeerr.Map(err)
 	}
 	head, _ := s.git.Head()
-	return newResult(s, Envelope{Operation: "gc", CurrentRevision: records.Rev(head)}, time.Time{}, GCData{
+	return NewResult(s, Envelope{Operation: "gc", CurrentRevision: records.Rev(head)}, time.Time{}, GCData{
 		LooseBefore: st.LooseBefore, LooseAfter: st.LooseAfter, Packs: st.Packs,
 		SizeBefore: st.SizeBefore, SizeAfter: st.SizeAfter}), nil
 }
@@ -268,7 +268,7 @@ func (s *Store) RemoveAdmin(req lease.AdminRemoveRequest) (*Result[lease.AdminDa
 
 // ListAdmins lists the store's admins and its registration mode.
 func (s *Store) ListAdmins() (*Result[lease.AdminData], error) {
-	return read(s, "admin.list", func(v *lease.View, now time.Time) (lease.AdminData, error) {
+	return Read(s, "admin.list", func(v *lease.View, now time.Time) (lease.AdminData, error) {
 		return lease.ListAdmins(v)
 	})
 }

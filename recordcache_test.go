@@ -6,7 +6,7 @@ import (
 
 	lx "github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/internal/derived"
-	"github.com/loopx-dev/loopx/internal/memstore"
+	"github.com/loopx-dev/loopx/internal/fixture"
 
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -16,7 +16,7 @@ import (
 // version it decoded is not kept.
 func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 	const slack = 8
-	f := memstore.New(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
+	f := fixture.NewMem(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
 	s, repo := f.S, f.Repo
 	do := func(req any) { t.Helper(); f.Do(s, req) }
 	const todos = 5
@@ -62,7 +62,7 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 // cache bounded too.
 func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
 	const slack = 8
-	f := memstore.New(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
+	f := fixture.NewMem(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
 	writer, reader := f.S, f.Open()
 	do := func(req any) { t.Helper(); f.Do(writer, req) }
 	for i := range 5 {

@@ -49,7 +49,7 @@ func (s *Store) Sync() (*Result[remote.SyncData], error) {
 	if d == nil {
 		return nil, err
 	}
-	return newResult(&online, Envelope{Operation: "sync", CurrentRevision: records.Rev(head)}, time.Time{}, *d), err
+	return NewResult(&online, Envelope{Operation: "sync", CurrentRevision: records.Rev(head)}, time.Time{}, *d), err
 }
 
 // annotate adds to a result's envelope its cursor and, for a store with a
@@ -61,11 +61,11 @@ func (s *Store) annotate(e *Envelope, checkedAt time.Time) {
 	e.Remote = s.remote.Info(checkedAt)
 }
 
-// newResult is the result of a command that is neither a decision nor a
+// NewResult is the result of a command that is neither a decision nor a
 // read of one (log, gc, guard, sync...): its envelope annotated with the
 // cursor and remote view, checkedAt the clock reading of a read (zero:
 // none).
-func newResult[T any](s *Store, e Envelope, checkedAt time.Time, data T) *Result[T] {
+func NewResult[T any](s *Store, e Envelope, checkedAt time.Time, data T) *Result[T] {
 	s.annotate(&e, checkedAt)
 	return &Result[T]{Envelope: e, Data: data}
 }

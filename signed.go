@@ -21,28 +21,15 @@ package loopx
 //     lease/signature.go).
 //
 // verify --history (and so the server hook) checks the signature of every
-// state commit whose parent requires signatures: unsigned is
-// signature_required, a key the rule does not accept or a signature that
-// does not verify is signature_invalid.
+// state commit whose parent requires signatures (package audit).
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"sync"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/signing"
-)
-
-// Problem kinds of a state commit's signature (verify --history's reason,
-// and the contract code the server hook prints).
-const (
-	ProblemSignatureRequired = string(lease.CodeSignatureRequired)
-	ProblemSignatureInvalid  = string(lease.CodeSignatureInvalid)
 )
 
 // keyRing caches the signing keys a Store resolved, by the key wanted.
@@ -113,20 +100,10 @@ func signatureRequired(rule lease.SignerRule, why string) error {
 	if rule.Agent != "" {
 		e.With("agent_id", rule.Agent)
 	}
-	if fps := fingerprints(rule.Keys); len(fps) > 0 {
+	if fps := signing.Fingerprints(rule.Keys); len(fps) > 0 {
 		e.With("signing_keys", fps)
 	}
 	return e
-}
-
-func fingerprints(keys []string) []string {
-	var out []string
-	for _, k := range keys {
-		if pub, err := signing.ParsePublicKey(k); err == nil {
-			out = append(out, pub.Type()+" "+ssh.FingerprintSHA256(pub))
-		}
-	}
-	return out
 }
 
 // signingKey resolves (once per Store) the signer of want ("" for any
@@ -176,51 +153,6 @@ func (r *keyRing) gitSigningKey(g *gitstore.Store) string {
 	}
 	r.gitKey, _ = g.ConfigValue("user.signingkey")
 	return r.gitKey
-}
-
-// checkSignature verifies the signature of state commit c against the rule
-// of its parent (a *lease.HistoryError when it does not hold).
-func (s *Store) checkSignature(c gitstore.CommitMeta, parent *gitstore.Snapshot, call lease.Call, o *lease.Outcome) error {
-	rule, err := s.signerRule(parent, call, o)
-	if err != nil || !rule.Required {
-		return err
-	}
-	who := "a registered agent's key"
-	if rule.Agent != "" {
-		who = "agent " + rule.Agent + "'s registered key"
-	}
-	if s.git == nil {
-		return historyProblem(ProblemSignatureRequired, "this repository keeps no signatures")
-	}
-	payload, sig, err := s.git.CommitSignature(c.Hash)
-	if err != nil {
-		return err
-	}
-	if sig == nil {
-		if !rule.AnyKey && len(rule.Keys) == 0 {
-			return historyProblem(ProblemSignatureRequired, "not signed, and nobody can sign it: %s", rule.Refusal)
-		}
-		return historyProblem(ProblemSignatureRequired, "the store requires signed state commits and this one is not signed (by %s)", who)
-	}
-	pub, err := gitstore.SSHSignatureKey(sig)
-	if err != nil {
-		return historyProblem(ProblemSignatureInvalid, "%v", strings.TrimPrefix(err.Error(), "gitstore: "))
-	}
-	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
-	if !rule.Accepts(key) {
-		want := strings.Join(fingerprints(rule.Keys), ", ")
-		if want == "" {
-			want = "none: " + rule.Refusal
-		}
-		return historyProblem(ProblemSignatureInvalid, "signed by %s %s, not by %s (%s)", pub.Type(), ssh.FingerprintSHA256(pub), who, want)
-	}
-	if err := gitstore.VerifySSH(payload, sig, pub); err != nil {
-		if errors.Is(err, gitstore.ErrBadSignature) {
-			return historyProblem(ProblemSignatureInvalid, "%s", strings.TrimPrefix(err.Error(), "gitstore: "))
-		}
-		return fmt.Errorf("verify signature of %s: %w", c.Hash, err)
-	}
-	return nil
 }
 
 // RotateKey replaces an agent's signing key (agent.rotate-key).

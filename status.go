@@ -12,7 +12,7 @@ import (
 // over yet, and the todos ready now for agent ("" for anybody). See
 // lease.Status for the judgements.
 func (s *Store) Status(goal, agent string) (*Result[lease.StatusData], error) {
-	return read(s, lease.OpStatus, func(v *lease.View, now time.Time) (lease.StatusData, error) {
+	return Read(s, lease.OpStatus, func(v *lease.View, now time.Time) (lease.StatusData, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return lease.StatusData{}, err

@@ -1,9 +1,11 @@
-package loopx
+package loopx_test
 
 import (
 	"context"
 	"testing"
 
+	lx "github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/internal/fixture"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -13,10 +15,10 @@ import (
 // as a result's current_cursor is that of its head (seed 000: a version
 // conflict exposes provider, revision and cursor).
 func TestVersionMismatchCarriesCursor(t *testing.T) {
-	f := newMemFix(t, "agent-a", "agent-b")
-	f.do(f.s, lease.AddRequest{Goal: "g", Todo: "todo_work", Text: "work"})
-	f.do(f.s, lease.AddRequest{Goal: "g", Todo: "todo_free", Text: "free"})
-	f.do(f.s, lease.AcquireRequest{Goal: "g", Todo: "todo_work", Owner: "agent-a", IdempotencyKey: "k1", TTLSeconds: 600})
+	f := fixture.NewMem(t, lx.Options{}, "agent-a", "agent-b")
+	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_work", Text: "work"})
+	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_free", Text: "free"})
+	f.Do(f.S, lease.AcquireRequest{Goal: "g", Todo: "todo_work", Owner: "agent-a", IdempotencyKey: "k1", TTLSeconds: 600})
 	v := func(n int64) *int64 { return &n }
 	proof := &lease.Proof{IdempotencyKey: "k1", ExpectedVersion: 4}
 	for _, c := range []struct {
@@ -33,15 +35,15 @@ func TestVersionMismatchCarriesCursor(t *testing.T) {
 		{"complete", lease.CompleteRequest{Goal: "g", Todo: "todo_work", Actor: "agent-a", Proof: proof}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			head, err := f.repo.Head(context.Background())
+			head, err := f.Repo.Head(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := f.repo.Depth(head)
+			want, err := f.Repo.Depth(head)
 			if err != nil || want < 5 {
 				t.Fatalf("depth %d, %v", want, err)
 			}
-			_, err = f.open().Apply(lease.CallOf(c.req))
+			_, err = f.Open().Apply(lease.CallOf(c.req))
 			e, ok := lease.AsError(err)
 			if !ok || e.Code != lease.CodeVersionMismatch {
 				t.Fatalf("got %v, want version_mismatch", err)
@@ -49,7 +51,7 @@ func TestVersionMismatchCarriesCursor(t *testing.T) {
 			if e.Details["revision"] != head.String() || e.Details["current_cursor"] != want || e.Details["provider"] != "git" {
 				t.Fatalf("details %v, want revision %s and current_cursor %d", e.Details, head, want)
 			}
-			if h, _ := f.repo.Head(context.Background()); h != head {
+			if h, _ := f.Repo.Head(context.Background()); h != head {
 				t.Fatalf("the refusal moved the head")
 			}
 		})

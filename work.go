@@ -23,7 +23,7 @@ type TodoShow struct {
 
 // ShowTodo shows a todo with its relations and lease.
 func (s *Store) ShowTodo(goal, todo string) (*Result[TodoShow], error) {
-	return read(s, "todo.show", func(v *lease.View, now time.Time) (TodoShow, error) {
+	return Read(s, "todo.show", func(v *lease.View, now time.Time) (TodoShow, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
 			return TodoShow{}, err
 		}
@@ -77,7 +77,7 @@ func (d ReadyList) jsonFields() []jsonField {
 
 // ListTodos lists a goal's todos, highest priority first.
 func (s *Store) ListTodos(f TodoFilter) (*Result[TodoList], error) {
-	return read(s, "todo.list", func(v *lease.View, now time.Time) (TodoList, error) {
+	return Read(s, "todo.list", func(v *lease.View, now time.Time) (TodoList, error) {
 		g, err := s.goalOf(v, f.Goal)
 		if err != nil {
 			return TodoList{}, err
@@ -107,7 +107,7 @@ func (s *Store) ListTodos(f TodoFilter) (*Result[TodoList], error) {
 
 // Ready lists the todos an agent may take now, highest priority first.
 func (s *Store) Ready(goal, agent string) (*Result[ReadyList], error) {
-	return read(s, "todo.ready", func(v *lease.View, now time.Time) (ReadyList, error) {
+	return Read(s, "todo.ready", func(v *lease.View, now time.Time) (ReadyList, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
 			return ReadyList{}, err
@@ -178,7 +178,7 @@ func (s *Store) Release(req lease.ReleaseRequest) (*Result[lease.LeaseResult], e
 
 // Inspect reads a todo's current lease and whether it is effective.
 func (s *Store) Inspect(goal, todo string) (*Result[lease.LeaseResult], error) {
-	return read(s, lease.OpLeaseInspect, func(v *lease.View, now time.Time) (lease.LeaseResult, error) {
+	return Read(s, lease.OpLeaseInspect, func(v *lease.View, now time.Time) (lease.LeaseResult, error) {
 		if err := lease.CheckTodoID(todo); err != nil {
 			return lease.LeaseResult{}, err
 		}

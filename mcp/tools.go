@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -242,7 +243,7 @@ func runLog(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 	if err := readArgs(c, &a); err != nil {
 		return nil, err
 	}
-	q := loopx.LogQuery{Goal: a.Goal, Todo: a.Todo, Agent: a.Agent, Operation: a.Operation, Limit: a.Limit}
+	q := audit.LogQuery{Goal: a.Goal, Todo: a.Todo, Agent: a.Agent, Operation: a.Operation, Limit: a.Limit}
 	if q.Todo != "" {
 		if err := lease.CheckTodoID(q.Todo); err != nil {
 			return nil, err
@@ -258,5 +259,5 @@ func runLog(_ context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
 	if q.Limit < 0 {
 		return nil, fieldError("limit", "limit must be positive")
 	}
-	return s.Log(q)
+	return audit.New(s).Log(q)
 }

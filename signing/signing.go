@@ -140,6 +140,19 @@ func ParsePublicKey(text string) (ssh.PublicKey, error) {
 	return pub, nil
 }
 
+// Fingerprints names each parseable public key of keys (authorized_keys
+// lines) as "<type> SHA256:<fingerprint>", as refusals and verdicts show
+// them.
+func Fingerprints(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if pub, err := ParsePublicKey(k); err == nil {
+			out = append(out, pub.Type()+" "+ssh.FingerprintSHA256(pub))
+		}
+	}
+	return out
+}
+
 // FromFile loads an unencrypted private key file (OpenSSH's format, or
 // PEM PKCS#1, PKCS#8, SEC 1).
 func FromFile(path string) (ssh.Signer, error) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/internal/derived"
-	"github.com/loopx-dev/loopx/internal/memstore"
+	"github.com/loopx-dev/loopx/internal/fixture"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
@@ -17,7 +17,7 @@ import (
 // mutation that did not change the board's bytes saves its model at its
 // state commit, the head the next decision reads).
 func TestBoardRenderShowsTheDecisionsWrites(t *testing.T) {
-	f := memstore.New(t, loopx.Options{}, "agent-a")
+	f := fixture.NewMem(t, loopx.Options{}, "agent-a")
 	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_aaa", Text: "a"})
 	head, err := f.Repo.Head(context.Background())
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/derived"
-	"github.com/loopx-dev/loopx/internal/memstore"
+	"github.com/loopx-dev/loopx/internal/fixture"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -195,7 +195,7 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 // from there).
 func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
 	cfg := derived.Config{LeaseIndexSaveAfter: 3}
-	f := memstore.New(t, loopx.Options{Derived: cfg}, "agent-a")
+	f := fixture.NewMem(t, loopx.Options{Derived: cfg}, "agent-a")
 	s, repo := f.S, f.Repo
 	for i := range 8 {
 		f.Do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})

@@ -7,14 +7,14 @@ import (
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/derived"
-	"github.com/loopx-dev/loopx/internal/memstore"
+	"github.com/loopx-dev/loopx/internal/fixture"
 	"github.com/loopx-dev/loopx/lease"
 )
 
 // A bucket that names no todo (a query of a todo without commits) is kept
 // like any other: the next query reads it instead of walking all history.
 func TestLogIndexEmptyBucketIsKept(t *testing.T) {
-	f := memstore.New(t, loopx.Options{})
+	f := fixture.NewMem(t, loopx.Options{})
 	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_aaa", Text: "a"})
 	missing := "todo_nothing_here"
 	if derived.BucketOf(missing) == derived.BucketOf("todo_aaa") {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/internal/derived"
-	"github.com/loopx-dev/loopx/internal/memstore"
+	"github.com/loopx-dev/loopx/internal/fixture"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -13,7 +13,7 @@ import (
 // also when the commit that applied it is below what the per-todo log
 // index names; a request never decided is refused as before.
 func TestArchivedReceiptBelowTheLogIndex(t *testing.T) {
-	f := memstore.New(t, loopx.Options{Derived: derived.Config{LogIndexKeep: 2}}, "agent-a")
+	f := fixture.NewMem(t, loopx.Options{Derived: derived.Config{LogIndexKeep: 2}}, "agent-a")
 	s := f.S
 	do := func(req any) *loopx.Result[any] { t.Helper(); return f.Do(s, req) }
 	v := func(n int64) *int64 { return &n }

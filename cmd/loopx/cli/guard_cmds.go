@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 )
 
 func guardCmd(e *env) *cobra.Command {
@@ -46,11 +47,11 @@ absolute path while it exists, else ` + "`loopx`" + ` on PATH.`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			exe := hookExecutable()
-			hook := loopx.GuardHookPreCommit
+			hook := audit.GuardHookPreCommit
 			if prePushHook {
-				hook = loopx.GuardHookPrePush
+				hook = audit.GuardHookPrePush
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardInstallHook(hook, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardInstallHook(hook, exe) })
 		},
 	}
 	install.Flags().BoolVar(&prePushHook, "pre-push", false, "install the pre-push hook (checks every pushed commit) instead of the pre-commit hook")
@@ -95,20 +96,20 @@ hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
 				agent = os.Getenv("LOOPX_AGENT_ID")
 			}
 			if rangeArg != "" || prePush {
-				req := loopx.GuardRangeRequest{Agent: agent, Range: rangeArg, PrePush: prePush}
+				req := audit.GuardRangeRequest{Agent: agent, Range: rangeArg, PrePush: prePush}
 				if prePush {
 					if isTerminal(os.Stdin) {
 						return usageError("--pre-push reads the lines git hands a pre-push hook on stdin; for a range by hand use --range A..B")
 					}
-					ups, err := loopx.ParsePushUpdates(os.Stdin)
+					ups, err := audit.ParsePushUpdates(os.Stdin)
 					if err != nil {
 						return err
 					}
 					req.Updates = ups
 				}
-				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardRange(req) })
+				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardRange(req) })
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GuardCheck(agent, staged, args) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardCheck(agent, staged, args) })
 		},
 	}
 	check.Flags().StringVar(&agent, "agent-id", "", "the committing agent (default $LOOPX_AGENT_ID, else git config loopx.agent)")

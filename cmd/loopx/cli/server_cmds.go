@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -82,7 +83,7 @@ ref, refs/loopx/state); pushes to other refs are not checked.`,
 			if exe == "" {
 				exe = hookExecutable()
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ServerHookInstall(refs, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).ServerHookInstall(refs, exe) })
 		},
 	}
 	install.Flags().StringArrayVar(&refs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")
@@ -103,7 +104,7 @@ then it exits non-zero and git refuses the whole push.`,
 			if isTerminal(os.Stdin) {
 				return usageError("pre-receive reads the lines git hands a pre-receive hook on stdin")
 			}
-			ups, err := loopx.ParseReceiveUpdates(os.Stdin)
+			ups, err := audit.ParseReceiveUpdates(os.Stdin)
 			if err != nil {
 				return err
 			}
@@ -112,10 +113,10 @@ then it exits non-zero and git refuses the whole push.`,
 				return err
 			}
 			defer s.Close()
-			res, err := s.ServerHookPreReceive(loopx.ServerHookRequest{Refs: checkRefs, Updates: ups})
+			res, err := audit.New(s).ServerHookPreReceive(audit.ServerHookRequest{Refs: checkRefs, Updates: ups})
 			if err != nil {
 				le, ok := lease.AsError(err)
-				refused, _ := le.Details["refused"].([]loopx.ServerRefusal)
+				refused, _ := le.Details["refused"].([]audit.ServerRefusal)
 				if !ok || e.format != "text" || len(refused) == 0 {
 					return err
 				}
@@ -137,7 +138,7 @@ then it exits non-zero and git refuses the whole push.`,
 	return c
 }
 
-func uniqueRefs(rs []loopx.ServerRefusal) []string {
+func uniqueRefs(rs []audit.ServerRefusal) []string {
 	var out []string
 	for _, r := range rs {
 		if len(out) == 0 || out[len(out)-1] != r.Ref {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -189,7 +190,7 @@ func splitList(s string) []string {
 }
 
 func logCmd(e *env) *cobra.Command {
-	var q loopx.LogQuery
+	var q audit.LogQuery
 	var since string
 	c := &cobra.Command{
 		Use:   "log",
@@ -214,14 +215,14 @@ func logCmd(e *env) *cobra.Command {
 			if q.Limit < 0 {
 				return lease.Errorf(lease.CodeInvalidRequest, "--limit must be positive")
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Log(q) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).Log(q) })
 		},
 	}
 	c.Flags().StringVar(&q.Todo, "todo-id", "", "only this todo")
 	c.Flags().StringVar(&q.Agent, "agent-id", "", "only this acting agent")
 	c.Flags().StringVar(&q.Operation, "operation", "", "only this operation (e.g. task-lease.acquire, or task-lease)")
 	c.Flags().StringVar(&since, "since", "", "only entries at or after this RFC 3339 time")
-	c.Flags().IntVar(&q.Limit, "limit", loopx.DefaultLogLimit, "at most this many entries")
+	c.Flags().IntVar(&q.Limit, "limit", audit.DefaultLogLimit, "at most this many entries")
 	return c
 }
 
@@ -251,7 +252,7 @@ hook refuses it; --published also refuses offline commits pushed as they are.`,
 			}
 			defer s.Close()
 			if history {
-				res, err := s.VerifyHistoryOf(loopx.HistoryQuery{Since: since, Published: published})
+				res, err := audit.New(s).VerifyHistoryOf(audit.HistoryQuery{Since: since, Published: published})
 				if err != nil {
 					return err
 				}

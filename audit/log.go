@@ -1,9 +1,11 @@
-package loopx
+package audit
 
 import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/loopx-dev/loopx"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/records"
@@ -57,61 +59,61 @@ const DefaultLogLimit = 50
 // soon as the limit is reached (or at --since), so a short query on a long
 // history stays short. Every entry shown is verified (verifiedlog.go):
 // from the verified-up-to mark kept beside the store, or commit by commit.
-func (s *Store) Log(q LogQuery) (*Result[LogData], error) {
+func (a *Auditor) Log(q LogQuery) (*loopx.Result[LogData], error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLogLimit
 	}
-	head, err := s.repo.Head(context.Background())
+	head, err := a.repo.Head(context.Background())
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
-	lv, err := s.newLogVerifier(head)
+	lv, err := a.newLogVerifier(head)
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	entries, ok, err := s.indexedLog(head, q, lv)
+	entries, ok, err := a.indexedLog(head, q, lv)
 	if err == nil && !ok {
-		entries, err = s.walkLog(head, q, lv)
+		entries, err = a.walkLog(head, q, lv)
 	}
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	return newResult(s, Envelope{Operation: "log", CurrentRevision: records.Rev(head)}, time.Time{}, LogData{Entries: entries}), nil
+	return loopx.NewResult(a.s, loopx.Envelope{Operation: "log", CurrentRevision: records.Rev(head)}, time.Time{}, LogData{Entries: entries}), nil
 }
 
 // indexedLog answers q (a todo, no --since) from the per-todo log index
 // beside the store (internal/derived): the entries the walk from head
 // would give. ok is false when the index cannot serve the query.
-func (s *Store) indexedLog(head gitstore.Hash, q LogQuery, lv *logVerifier) (entries []LogEntry, ok bool, err error) {
-	if q.Todo == "" || !q.Since.IsZero() || q.Limit > s.derived.LogKeep() || !lease.ValidTodoID(q.Todo) {
+func (a *Auditor) indexedLog(head gitstore.Hash, q LogQuery, lv *logVerifier) (entries []LogEntry, ok bool, err error) {
+	if q.Todo == "" || !q.Since.IsZero() || q.Limit > a.derived.LogKeep() || !lease.ValidTodoID(q.Todo) {
 		return nil, false, nil
 	}
 	entries = []LogEntry{}
-	if err := s.derived.TodoCommits(head, q.Todo, s.collect(q, lv, &entries)); err != nil {
+	if err := a.derived.TodoCommits(head, q.Todo, a.collect(q, lv, &entries)); err != nil {
 		return nil, false, err
 	}
 	return entries, true, nil
 }
 
 // walkLog answers q by walking the history from head.
-func (s *Store) walkLog(head gitstore.Hash, q LogQuery, lv *logVerifier) ([]LogEntry, error) {
+func (a *Auditor) walkLog(head gitstore.Hash, q LogQuery, lv *logVerifier) ([]LogEntry, error) {
 	entries := []LogEntry{}
-	err := s.repo.Log(head, s.collect(q, lv, &entries))
+	err := a.repo.Log(head, a.collect(q, lv, &entries))
 	return entries, err
 }
 
 // collect is a history walk's callback that adds q's entries to *entries,
 // newest first, up to q's limit (or down to q.Since). A commit is judged
 // by what it verifiably did: one that does not verify matches no actor.
-func (s *Store) collect(q LogQuery, lv *logVerifier, entries *[]LogEntry) func(c gitstore.CommitMeta) (bool, error) {
+func (a *Auditor) collect(q LogQuery, lv *logVerifier, entries *[]LogEntry) func(c gitstore.CommitMeta) (bool, error) {
 	return func(c gitstore.CommitMeta) (bool, error) {
 		if !q.Since.IsZero() && c.When.Before(q.Since) {
 			return false, nil
 		}
-		le, ok := s.logEntry(c)
+		le, ok := a.logEntry(c)
 		if !ok || !matches(le.Entry, q) || (le.ProjectionOf != "" && q.Operation == "") {
 			return true, nil
 		}
@@ -128,7 +130,7 @@ func (s *Store) collect(q LogQuery, lv *logVerifier, entries *[]LogEntry) func(c
 
 // logEntry reads one commit for the log (ok is false for commits that are
 // not loopx's). Its integrity is judged by the log verifier.
-func (s *Store) logEntry(c gitstore.CommitMeta) (LogEntry, bool) {
+func (a *Auditor) logEntry(c gitstore.CommitMeta) (LogEntry, bool) {
 	subject, _, _ := strings.Cut(c.Message, "\n")
 	rc, _ := lease.ParseCommit(c.Message)
 	le := LogEntry{Revision: c.Hash.String(), Time: c.When.UTC(), Subject: subject, Entry: rc.Entry}

@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 // The server-side check (contract section 7): `loopx server-hook
 // pre-receive`, run by a Git server's pre-receive hook, refuses a push to
@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
@@ -103,27 +104,27 @@ type ServerRefusal = storeerr.Refusal
 // comment). A refused push is an error whose code is the first refusal's,
 // whose message has one line per refused commit, and whose details list
 // them (refused).
-func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result[ServerHookData], error) {
+func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[ServerHookData], error) {
 	refs := req.Refs
 	if len(refs) == 0 {
-		refs = []string{s.git.Ref()}
+		refs = []string{a.git.Ref()}
 	}
 	now := req.Now
 	if now.IsZero() {
-		now = s.opts.now()
+		now = a.s.Now()
 	}
 	d := &ServerHookData{Refs: refs, Refused: []ServerRefusal{}}
-	boards := &historyBoards{s: s, models: map[string]*historyModel{}, saved: true}
+	boards := &historyBoards{a: a, models: map[string]*historyModel{}, saved: true}
 	for _, u := range req.Updates {
 		if !slices.Contains(refs, u.Ref) {
 			continue
 		}
-		if err := s.checkReceive(u, now, boards, d); err != nil {
+		if err := a.checkReceive(u, now, boards, d); err != nil {
 			return nil, storeerr.Map(err)
 		}
 	}
 	boards.save()
-	res := &Result[ServerHookData]{Envelope: Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
+	res := &loopx.Result[ServerHookData]{Envelope: loopx.Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
 	if len(d.Refused) == 0 {
 		return res, nil
 	}
@@ -135,7 +136,7 @@ func (s *Store) ServerHookPreReceive(req ServerHookRequest) (*Result[ServerHookD
 }
 
 // checkReceive checks one update of a state ref, adding its refusals to d.
-func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoards, d *ServerHookData) error {
+func (a *Auditor) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoards, d *ServerHookData) error {
 	refuse := func(rev gitstore.Hash, code, reason, format string, args ...any) {
 		d.Refused = append(d.Refused, ServerRefusal{Revision: rev.String(), Ref: u.Ref, Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)})
 	}
@@ -146,7 +147,7 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 	// The new commits, oldest first: new's first-parent chain down to old.
 	var chain []gitstore.Hash
 	found := u.Old.IsZero()
-	err := s.repo.Log(u.New, func(c gitstore.CommitMeta) (bool, error) {
+	err := a.repo.Log(u.New, func(c gitstore.CommitMeta) (bool, error) {
 		if c.Hash == u.Old {
 			found = true
 			return false, nil
@@ -162,18 +163,18 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 		return nil
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		c, err := records.CommitMeta(s.repo, chain[i])
+		c, err := records.CommitMeta(a.repo, chain[i])
 		if err != nil {
 			return err
 		}
 		d.Checked++
-		if why, err := s.checkServerClock(c, now); err != nil {
+		if why, err := a.checkServerClock(c, now); err != nil {
 			return err
 		} else if why != "" {
 			refuse(c.Hash, string(lease.CodeClockSkew), lease.ProblemFutureDated, "%s", why)
 			continue
 		}
-		if _, err := s.verifyCommit(c, boards); err != nil {
+		if _, err := a.verifyCommit(c, boards); err != nil {
 			he, ok := err.(*lease.HistoryError)
 			if !ok {
 				return err
@@ -199,8 +200,8 @@ func (s *Store) checkReceive(u ReceiveUpdate, now time.Time, boards *historyBoar
 // the server's clock (not in its past: a reset dated yesterday would
 // expire leases that are live today), on a parent dated more than the
 // bound ahead of it (contract section 8).
-func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) (string, error) {
-	return s.checkClockBound(c, now, "the server's clock", true)
+func (a *Auditor) checkServerClock(c gitstore.CommitMeta, now time.Time) (string, error) {
+	return a.checkClockBound(c, now, "the server's clock", true)
 }
 
 // checkClockBound is checkServerClock against any real clock (which):
@@ -208,12 +209,12 @@ func (s *Store) checkServerClock(c gitstore.CommitMeta, now time.Time) (string, 
 // resets says whether a clock-reset is also held to the bound behind
 // the clock (only a check made when the commit arrives can). It returns
 // why the commit is refused ("" when it holds), or the store's error.
-func (s *Store) checkClockBound(c gitstore.CommitMeta, now time.Time, which string, resets bool) (string, error) {
-	parent, err := s.repo.Snapshot(c.Parent)
+func (a *Auditor) checkClockBound(c gitstore.CommitMeta, now time.Time, which string, resets bool) (string, error) {
+	parent, err := a.repo.Snapshot(c.Parent)
 	if err != nil {
 		return "", err
 	}
-	meta, _ := s.viewOf(parent).Meta() // a corrupt meta fails the verification
+	meta, _ := a.derived.View(parent).Meta() // a corrupt meta fails the verification
 	skew := lease.MaxClockSkew(meta)
 	now = now.UTC().Truncate(time.Second)
 	latest := c.When
@@ -254,23 +255,23 @@ type ServerHookInstallData struct {
 // block runs `exe server-hook pre-receive --ref R...` (exe: this loopx by
 // its absolute path, else `loopx` on PATH). A push to a state ref while
 // loopx cannot be found is refused: the check fails closed.
-func (s *Store) ServerHookInstall(refs []string, exe string) (*Result[ServerHookInstallData], error) {
+func (a *Auditor) ServerHookInstall(refs []string, exe string) (*loopx.Result[ServerHookInstallData], error) {
 	if len(refs) == 0 {
-		refs = []string{s.git.Ref()}
+		refs = []string{a.git.Ref()}
 	}
 	for _, r := range refs {
 		if !strings.HasPrefix(r, "refs/") || strings.ContainsAny(r, " \t\n'\"\\$`") {
 			return nil, lease.Errorf(lease.CodeInvalidRequest, "--ref %q: want a full ref name (refs/...)", r).With("field", "ref")
 		}
 	}
-	changed, path, err := s.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, exe))
+	changed, path, err := a.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, exe))
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
 	if exe == "" {
 		exe = "loopx"
 	}
-	return &Result[ServerHookInstallData]{Envelope: Envelope{Operation: "server-hook.install"},
+	return &loopx.Result[ServerHookInstallData]{Envelope: loopx.Envelope{Operation: "server-hook.install"},
 		Data: ServerHookInstallData{Hook: path, Refs: refs, Changed: changed, Loopx: exe}}, nil
 }
 

@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/lease"
@@ -28,8 +29,9 @@ func TestLogIndexMatchesWalk(t *testing.T) {
 		keep := rapid.SampledFrom([]int{2, 3, 8, 64}).Draw(rt, "keep")
 		clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-		opts := Options{Now: func() time.Time { return clock }, Derived: derived.Config{LogIndexKeep: keep}}
-		s := OpenRepo(repo, opts)
+		opts := loopx.Options{Now: func() time.Time { return clock }, Derived: derived.Config{LogIndexKeep: keep}}
+		s := loopx.OpenRepo(repo, opts)
+		a := New(s)
 		for _, req := range []any{
 			lease.InitRequest{FormatVersion: lease.FormatVersion},
 			lease.GoalCreateRequest{Goal: "g"},
@@ -86,15 +88,15 @@ func TestLogIndexMatchesWalk(t *testing.T) {
 			case 3:
 				q.Goal = rapid.SampledFrom([]string{"g", "h"}).Draw(rt, "qgoal")
 			}
-			lv, err := s.newLogVerifier(head)
+			lv, err := a.newLogVerifier(head)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			got, ok, err := s.indexedLog(head, q, lv)
+			got, ok, err := a.indexedLog(head, q, lv)
 			if err != nil || !ok {
 				rt.Fatalf("indexed log: %v %v", ok, err)
 			}
-			want, err := s.walkLog(head, q, lv)
+			want, err := a.walkLog(head, q, lv)
 			if err != nil {
 				rt.Fatal(err)
 			}

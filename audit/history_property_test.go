@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -21,7 +22,7 @@ func TestHistoryReverifies(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 		repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-		s := OpenRepo(repo, Options{Now: func() time.Time { return clock }})
+		s := loopx.OpenRepo(repo, loopx.Options{Now: func() time.Time { return clock }})
 		must := func(_ any, err error) {
 			if err != nil {
 				rt.Fatal(err)
@@ -126,7 +127,7 @@ func TestHistoryReverifies(t *testing.T) {
 			}
 			return true, nil
 		})
-		d, err := s.verifyHistory(head, "", false)
+		d, err := New(s).verifyHistory(head, "", false)
 		if err != nil {
 			rt.Fatal(err)
 		}

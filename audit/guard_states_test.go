@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 import (
 	"fmt"

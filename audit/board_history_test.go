@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 import (
 	"bytes"
@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/derived"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/markdown"
 )
@@ -22,7 +24,8 @@ import (
 func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 	clock := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	repo := gitstore.NewMemRepo(gitstore.DefaultRetry)
-	s := OpenRepo(repo, Options{Now: func() time.Time { return clock }})
+	s := loopx.OpenRepo(repo, loopx.Options{Now: func() time.Time { return clock }})
+	a := New(s)
 	for _, req := range []any{
 		lease.InitRequest{FormatVersion: lease.FormatVersion},
 		lease.GoalCreateRequest{Goal: "g"},
@@ -48,11 +51,11 @@ func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 		var board []byte
 		_, err := repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 			var err error
-			if board, _, err = derived.RenderFull(s.viewOf(sn), "g", drawn, r); err != nil {
+			if board, _, err = derived.RenderFull(s.Derived().View(sn), "g", drawn, r); err != nil {
 				return nil, err
 			}
 			return &gitstore.Proposal{Changes: []gitstore.Change{{Path: lease.BoardPath("g"), Data: board}},
-				Info: s.commitInfo("", lease.ProjectionMessage("g", sn.Revision().String()), clock)}, nil
+				Info: records.Commit("", lease.ProjectionMessage("g", sn.Revision().String()), clock)}, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +64,7 @@ func TestHistoryChecksBoardsAtTheirTime(t *testing.T) {
 	}
 	verify := func() *HistoryData {
 		head, _ := repo.Head(context.Background())
-		d, err := s.verifyHistory(head, "", false)
+		d, err := a.verifyHistory(head, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}

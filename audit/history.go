@@ -1,10 +1,12 @@
-package loopx
+package audit
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/loopx-dev/loopx"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/derived"
@@ -77,8 +79,8 @@ type HistoryQuery struct {
 
 // VerifyHistory re-verifies the state ref's history after since (a
 // revision on it; "" for all of it).
-func (s *Store) VerifyHistory(since string) (*Result[HistoryReport], error) {
-	return s.VerifyHistoryOf(HistoryQuery{Since: since})
+func (a *Auditor) VerifyHistory(since string) (*loopx.Result[HistoryReport], error) {
+	return a.VerifyHistoryOf(HistoryQuery{Since: since})
 }
 
 // VerifyHistoryOf re-verifies the history q names. Besides verifying each
@@ -87,20 +89,20 @@ func (s *Store) VerifyHistory(since string) (*Result[HistoryReport], error) {
 // real clock (future_dated, code clock_skew; LOOPX_NOW does not apply):
 // the check that a host without hooks runs from CI sees a takeover dated
 // ahead of real time (contract section 8).
-func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result[HistoryReport], error) {
+func (a *Auditor) VerifyHistoryOf(q HistoryQuery) (*loopx.Result[HistoryReport], error) {
 	since := q.Since
-	head, err := s.repo.Head(context.Background())
+	head, err := a.repo.Head(context.Background())
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
 	if head.IsZero() {
 		return nil, lease.Errorf(lease.CodeStoreNotInitialized, "no loopx store here: run `loopx init`")
 	}
-	d, err := s.verifyHistory(head, since, q.Published)
+	d, err := a.verifyHistory(head, since, q.Published)
 	if err != nil {
 		return nil, err
 	}
-	res := newResult(s, Envelope{Operation: "verify", CurrentRevision: records.Rev(head)}, s.opts.now(), HistoryReport{History: d})
+	res := loopx.NewResult(a.s, loopx.Envelope{Operation: "verify", CurrentRevision: records.Rev(head)}, a.s.Now(), HistoryReport{History: d})
 	if !d.Valid {
 		p := d.FirstInvalid
 		code := lease.CodeCorruptRecord
@@ -117,7 +119,7 @@ func (s *Store) VerifyHistoryOf(q HistoryQuery) (*Result[HistoryReport], error) 
 }
 
 // verifyHistory checks the first-parent chain from head back to since.
-func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) (*HistoryData, error) {
+func (a *Auditor) verifyHistory(head gitstore.Hash, since string, published bool) (*HistoryData, error) {
 	d := &HistoryData{Valid: true, Head: head.String(), Since: since}
 	stop := gitstore.ZeroHash
 	if since != "" {
@@ -130,7 +132,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 	// one at a time, so memory stays flat in history length).
 	var chain []gitstore.Hash
 	found := stop.IsZero()
-	err := s.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
+	err := a.repo.Log(head, func(c gitstore.CommitMeta) (bool, error) {
 		if c.Hash == stop {
 			found = true
 			return false, nil
@@ -144,8 +146,8 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 	if !found {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "--since %s is not on the state ref's first-parent history", since).With("field", "since")
 	}
-	boards := &historyBoards{s: s, models: map[string]*historyModel{}}
-	realNow := s.opts.systemNow()
+	boards := &historyBoards{a: a, models: map[string]*historyModel{}}
+	realNow := a.s.SystemNow()
 	older := map[string]bool{}
 	// Commits dated beyond the bound ahead of the real clock, not yet
 	// acknowledged by a clock-reset after them (see futureDated).
@@ -158,14 +160,14 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 		return d, nil
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		c, err := records.CommitMeta(s.repo, chain[i])
+		c, err := records.CommitMeta(a.repo, chain[i])
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
 		d.Commits++
-		kind, perr := s.verifyCommit(c, boards)
+		kind, perr := a.verifyCommit(c, boards)
 		if perr == nil {
-			perr = s.checkPublished(c, published)
+			perr = a.checkPublished(c, published)
 		}
 		if perr != nil {
 			he, ok := perr.(*lease.HistoryError)
@@ -174,7 +176,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 			}
 			return fail(&HistoryProblem{Revision: c.Hash.String(), Reason: he.Kind, Message: he.Message})
 		}
-		why, reset, err := s.futureDated(c, realNow)
+		why, reset, err := a.futureDated(c, realNow)
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
@@ -198,7 +200,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 		return fail(nil)
 	}
 	if stop.IsZero() {
-		s.markVerified(head, older) // the whole history verified: later logs look verdicts up
+		a.markVerified(head, older) // the whole history verified: later logs look verdicts up
 	}
 	return d, nil
 }
@@ -206,7 +208,7 @@ func (s *Store) verifyHistory(head gitstore.Hash, since string, published bool) 
 // checkPublished holds a verified commit of a published history (the
 // hookless CI check) to what a server judges: an offline commit pushed as
 // it is does not verify.
-func (s *Store) checkPublished(c gitstore.CommitMeta, published bool) error {
+func (a *Auditor) checkPublished(c gitstore.CommitMeta, published bool) error {
 	if published && remote.IsOffline(c.Message) {
 		return historyProblem(lease.ProblemOfflineCommit, "an offline commit pushed as it is (the server hook refuses it; `loopx sync` decides offline work again on the server's head)")
 	}
@@ -219,8 +221,8 @@ func (s *Store) checkPublished(c gitstore.CommitMeta, published bool) error {
 // within the bound, which acknowledges the future-dated commits before it
 // (the audited way back: verify --history reports them until someone
 // resets the store's clock; a server with the hook never accepts them).
-func (s *Store) futureDated(c gitstore.CommitMeta, realNow time.Time) (why string, reset bool, err error) {
-	why, err = s.checkClockBound(c, realNow, "this machine's clock", false)
+func (a *Auditor) futureDated(c gitstore.CommitMeta, realNow time.Time) (why string, reset bool, err error) {
+	why, err = a.checkClockBound(c, realNow, "this machine's clock", false)
 	if err != nil || why != "" {
 		return why, false, err
 	}
@@ -238,17 +240,17 @@ const (
 
 // verifyCommit checks one commit against its parent. A *lease.HistoryError
 // says why it does not verify; other errors are the store's.
-func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (commitKind, error) {
+func (a *Auditor) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (commitKind, error) {
 	if c.Parents > 1 {
 		return 0, historyProblem(lease.ProblemNotLinear, "a merge commit (%d parents): the state ref's history is one line", c.Parents)
 	}
-	parentSn, err := s.repo.Snapshot(c.Parent)
+	parentSn, err := a.repo.Snapshot(c.Parent)
 	if err != nil {
 		return 0, err
 	}
-	pv := s.viewOf(parentSn)
+	pv := a.derived.View(parentSn)
 	rc, perr := lease.ParseCommit(c.Message)
-	older, err := s.madeByOlder(c, pv, rc)
+	older, err := a.madeByOlder(c, pv, rc)
 	if err != nil {
 		return 0, err
 	}
@@ -256,7 +258,7 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 		return commitOlder, nil
 	}
 	if rc.Board {
-		return commitBoard, s.verifyBoard(c, parentSn, pv, rc, boards)
+		return commitBoard, a.verifyBoard(c, parentSn, pv, rc, boards)
 	}
 	if perr != nil {
 		return 0, perr
@@ -265,7 +267,7 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 	if err != nil {
 		return 0, err
 	}
-	want := s.commitInfo(rd.Outcome.Actor, rd.Message, c.When.UTC())
+	want := records.Commit(rd.Outcome.Actor, rd.Message, c.When.UTC())
 	if !lease.MessageMatches(c.Message, rd.Message) {
 		return 0, historyProblem(lease.ProblemTrailerMismatch, "the message is not what the request decides:\n%s", rd.Message)
 	}
@@ -276,14 +278,14 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 	for _, ch := range rd.Changes {
 		changes = append(changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
 	}
-	tree, err := s.repo.TreeOf(c.Parent, changes)
+	tree, err := a.repo.TreeOf(c.Parent, changes)
 	if err != nil {
 		return 0, err
 	}
 	if tree != c.Tree {
-		return 0, historyProblem(lease.ProblemTreeMismatch, "its records are not what its request decides on its parent (%s)", s.treeDiff(c, tree))
+		return 0, historyProblem(lease.ProblemTreeMismatch, "its records are not what its request decides on its parent (%s)", a.treeDiff(c, tree))
 	}
-	if err := s.checkSignature(c, parentSn, rc.Call, rd.Outcome); err != nil {
+	if err := a.checkSignature(c, parentSn, rc.Call, rd.Outcome); err != nil {
 		return 0, err
 	}
 	return commitState, nil
@@ -292,17 +294,17 @@ func (s *Store) verifyCommit(c gitstore.CommitMeta, boards *historyBoards) (comm
 // madeByOlder reports a commit made before its store recorded requests:
 // its parent is a format-1 store (or, for the root commit, it makes one),
 // and it records no JSON request.
-func (s *Store) madeByOlder(c gitstore.CommitMeta, pv *lease.View, rc lease.RecordedCommit) (bool, error) {
+func (a *Auditor) madeByOlder(c gitstore.CommitMeta, pv *lease.View, rc lease.RecordedCommit) (bool, error) {
 	if strings.HasPrefix(rc.Request, "{") {
 		return false, nil
 	}
 	format := 0
 	if c.Parent.IsZero() {
-		sn, err := s.repo.Snapshot(c.Hash)
+		sn, err := a.repo.Snapshot(c.Hash)
 		if err != nil {
 			return false, err
 		}
-		pv = s.viewOf(sn)
+		pv = a.derived.View(sn)
 	}
 	if m, err := pv.Meta(); err == nil && m != nil {
 		format = m.FormatVersion
@@ -311,7 +313,7 @@ func (s *Store) madeByOlder(c gitstore.CommitMeta, pv *lease.View, rc lease.Reco
 }
 
 // verifyBoard checks a board commit: the rendering of its parent.
-func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, pv *lease.View, rc lease.RecordedCommit, boards *historyBoards) error {
+func (a *Auditor) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, pv *lease.View, rc lease.RecordedCommit, boards *historyBoards) error {
 	goal := rc.Entry.Goal
 	if rc.Entry.ProjectionOf != c.Parent.String() {
 		return historyProblem(lease.ProblemBoardMismatch, "it names %s, not its parent %s", rc.Entry.ProjectionOf, c.Parent)
@@ -326,7 +328,7 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 	if !lease.MessageMatches(c.Message, msg) {
 		return historyProblem(lease.ProblemTrailerMismatch, "the message is not a board commit's:\n%s", msg)
 	}
-	if err := sameIdentity(c, s.commitInfo("", msg, c.When)); err != nil {
+	if err := sameIdentity(c, records.Commit("", msg, c.When)); err != nil {
 		return err
 	}
 	// The renderer that drew this goal's last board commit first: an old
@@ -343,7 +345,7 @@ func (s *Store) verifyBoard(c gitstore.CommitMeta, parentSn *gitstore.Snapshot, 
 		if board == nil {
 			return historyProblem(lease.ProblemBoardMismatch, "goal %s does not exist at its parent", goal)
 		}
-		tree, err := s.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
+		tree, err := a.repo.TreeOf(c.Parent, []gitstore.Change{{Path: lease.BoardPath(goal), Data: board}})
 		if err != nil {
 			return err
 		}
@@ -379,9 +381,9 @@ func sameIdentity(c gitstore.CommitMeta, want gitstore.CommitInfo) error {
 
 // treeDiff names the first paths where a commit's tree differs from the
 // expected one (for the message of a forged record).
-func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
+func (a *Auditor) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 	var paths []string
-	_ = s.repo.DiffHashes(c.Parent, c.Hash, "", func(p string, _, _ gitstore.Hash) error {
+	_ = a.repo.DiffHashes(c.Parent, c.Hash, "", func(p string, _, _ gitstore.Hash) error {
 		paths = append(paths, p)
 		return nil
 	})
@@ -394,7 +396,7 @@ func (s *Store) treeDiff(c gitstore.CommitMeta, want gitstore.Hash) string {
 // historyBoards renders boards along a history walk from models brought up
 // to date commit by commit, so a board costs what changed since the last.
 type historyBoards struct {
-	s      *Store
+	a      *Auditor
 	models map[string]*historyModel
 	// untimed holds the models of markdown.RendererUntimed (boards drawn by
 	// an older loopx), last the renderer of each goal's last board commit
@@ -413,7 +415,7 @@ func (h *historyBoards) save() {
 		return
 	}
 	for goal, hm := range h.models {
-		h.s.derived.Boards().Save(goal, hm.rev, hm.m)
+		h.a.derived.Boards().Save(goal, hm.rev, hm.m)
 	}
 }
 
@@ -441,7 +443,7 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 			return board, nil
 		}
 	} else if h.saved && r == markdown.RendererTimed {
-		if m := h.s.derived.Boards().Model(derived.TargetOf(sn, v, now), goal); m != nil {
+		if m := h.a.derived.Boards().Model(derived.TargetOf(sn, v, now), goal); m != nil {
 			m.SetGoal(g)
 			if board, err := m.Render(derived.Records{View: v, Goal: goal}, now); err == nil {
 				h.models[goal] = &historyModel{m: m, rev: sn.Revision()}
@@ -458,7 +460,7 @@ func (h *historyBoards) render(sn *gitstore.Snapshot, v *lease.View, goal string
 }
 
 func (h *historyBoards) catchUp(hm *historyModel, sn *gitstore.Snapshot, v *lease.View, g *lease.Goal, now time.Time) ([]byte, bool) {
-	if !h.s.derived.Boards().CatchUp(hm.m, hm.rev, derived.TargetOf(sn, v, now), g.ID) {
+	if !h.a.derived.Boards().CatchUp(hm.m, hm.rev, derived.TargetOf(sn, v, now), g.ID) {
 		return nil, false
 	}
 	hm.m.SetGoal(g)

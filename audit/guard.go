@@ -1,4 +1,4 @@
-package loopx
+package audit
 
 // loopx guard: write scopes enforced where agents write, at commit time.
 //
@@ -41,6 +41,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopx-dev/loopx"
+
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
@@ -74,19 +76,19 @@ type GuardInstallData struct {
 // staged the paths staged for the next commit, falls inside a write scope of
 // another agent's effective task lease. agent may be "" (see the file
 // comment for the fallback).
-func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result[GuardData], error) {
+func (a *Auditor) GuardCheck(agent string, staged bool, paths []string) (*loopx.Result[GuardData], error) {
 	if staged == (len(paths) > 0) {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "give either --staged or the paths to check, not both or neither")
 	}
 	var clean []string
 	if !staged {
 		var err error
-		if clean, err = s.cleanRepoPaths(paths); err != nil {
+		if clean, err = a.cleanRepoPaths(paths); err != nil {
 			return nil, err
 		}
 	}
 	if agent == "" {
-		v, err := s.git.ConfigValue(GuardAgentConfigKey)
+		v, err := a.git.ConfigValue(GuardAgentConfigKey)
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
@@ -97,7 +99,7 @@ func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result[G
 	} else if err := lease.CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
-	return read(s, "guard.check", func(v *lease.View, now time.Time) (GuardData, error) {
+	return loopx.Read(a.s, "guard.check", func(v *lease.View, now time.Time) (GuardData, error) {
 		data := GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
 		if _, err := lease.RequireStore(v); err != nil {
 			if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
@@ -116,7 +118,7 @@ func (s *Store) GuardCheck(agent string, staged bool, paths []string) (*Result[G
 			return data, nil
 		}
 		if staged {
-			if clean, err = s.git.StagedPaths(); err != nil {
+			if clean, err = a.git.StagedPaths(); err != nil {
 				if errors.Is(err, gitstore.ErrNoWorkTree) {
 					return GuardData{}, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
 				}
@@ -176,8 +178,8 @@ func guardError(agent string, vs []lease.GuardViolation) *lease.Error {
 
 // cleanRepoPaths turns command-line paths into sorted, unique repository
 // paths relative to the top of the working tree.
-func (s *Store) cleanRepoPaths(paths []string) ([]string, error) {
-	top := s.git.WorkDir()
+func (a *Auditor) cleanRepoPaths(paths []string) ([]string, error) {
+	top := a.git.WorkDir()
 	var out []string
 	for _, p := range paths {
 		if p == "" || strings.ContainsRune(p, 0) {
@@ -229,33 +231,33 @@ const (
 // --staged`, chained after any existing hook (never overwriting it). exe is
 // the absolute path of the loopx executable the hook should prefer ("":
 // `loopx` on PATH only).
-func (s *Store) GuardInstall(exe string) (*Result[GuardInstallData], error) {
-	return s.GuardInstallHook(GuardHookPreCommit, exe)
+func (a *Auditor) GuardInstall(exe string) (*loopx.Result[GuardInstallData], error) {
+	return a.GuardInstallHook(GuardHookPreCommit, exe)
 }
 
 // GuardInstallHook installs one of loopx's hooks: the pre-commit hook
 // (`loopx guard check --staged`) or the pre-push hook (`loopx guard check
 // --pre-push`, which checks every pushed commit), chained after any
 // existing hook of that name (never overwriting it).
-func (s *Store) GuardInstallHook(hook, exe string) (*Result[GuardInstallData], error) {
+func (a *Auditor) GuardInstallHook(hook, exe string) (*loopx.Result[GuardInstallData], error) {
 	if hook != GuardHookPreCommit && hook != GuardHookPrePush {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "hook %q: want %s or %s", hook, GuardHookPreCommit, GuardHookPrePush)
 	}
-	changed, path, err := s.git.InstallHook(hook, GuardHookMarker, guardSnippet(hook, exe))
+	changed, path, err := a.git.InstallHook(hook, GuardHookMarker, guardSnippet(hook, exe))
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNoWorkTree) {
 			return nil, lease.Errorf(lease.CodeInvalidRequest, "a bare repository has no commits to guard: run this in a working tree")
 		}
 		return nil, storeerr.Map(err)
 	}
-	head, err := s.git.Head()
+	head, err := a.git.Head()
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
 	if exe == "" {
 		exe = "loopx"
 	}
-	return newResult(s, Envelope{Operation: "guard.install", CurrentRevision: records.Rev(head)}, time.Time{},
+	return loopx.NewResult(a.s, loopx.Envelope{Operation: "guard.install", CurrentRevision: records.Rev(head)}, time.Time{},
 		GuardInstallData{Hook: path, Kind: hook, Changed: changed, Loopx: exe}), nil
 }
 
@@ -431,13 +433,13 @@ func truncateText(s string, n int) string {
 // (write_scope_conflict, naming each commit, path, owner and scope) when a
 // commit changed a path inside a write scope of another agent's lease that
 // was effective then.
-func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], error) {
+func (a *Auditor) GuardRange(req GuardRangeRequest) (*loopx.Result[GuardRangeData], error) {
 	if (req.Range != "") == req.PrePush {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "give either a range (A..B) or the pre-push lines, not both or neither")
 	}
 	agent, agentFrom := req.Agent, agentFromFlag
 	if agent == "" {
-		v, err := s.git.ConfigValue(GuardAgentConfigKey)
+		v, err := a.git.ConfigValue(GuardAgentConfigKey)
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
@@ -451,44 +453,44 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 	var commits []gitstore.Hash
 	var err error
 	if req.PrePush {
-		commits, err = s.pushedCommits(req.Updates)
+		commits, err = a.pushedCommits(req.Updates)
 	} else {
-		commits, err = s.rangeCommits(req.Range)
+		commits, err = a.rangeCommits(req.Range)
 	}
 	if err != nil {
 		return nil, err
 	}
-	head, err := s.repo.Head(context.Background())
+	head, err := a.repo.Head(context.Background())
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
 	data := &GuardRangeData{AgentID: agent, Range: req.Range, Updates: req.Updates,
 		Commits: []GuardCommit{}, Violations: []GuardCommitViolation{}, Allowed: true}
-	env := Envelope{Operation: "guard.check", CurrentRevision: records.Rev(head)}
+	env := loopx.Envelope{Operation: "guard.check", CurrentRevision: records.Rev(head)}
 	if len(commits) == 0 {
 		data.Note = "no commits to check"
-		return newResult(s, env, time.Time{}, *data), nil
+		return loopx.NewResult(a.s, env, time.Time{}, *data), nil
 	}
-	headSn, err := s.git.Snapshot(head)
+	headSn, err := a.git.Snapshot(head)
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	if _, err := lease.RequireStore(s.viewOf(headSn)); err != nil {
+	if _, err := lease.RequireStore(a.derived.View(headSn)); err != nil {
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			data.Note = "no loopx store in this repository: nothing to check"
-			return newResult(s, env, time.Time{}, *data), nil
+			return loopx.NewResult(a.s, env, time.Time{}, *data), nil
 		}
 		return nil, storeerr.Map(err)
 	}
 	facts := make([]*gitstore.CommitFacts, len(commits))
 	times := make([]time.Time, len(commits))
 	for i, h := range commits {
-		if facts[i], err = s.git.ReadCommitFacts(h); err != nil {
+		if facts[i], err = a.git.ReadCommitFacts(h); err != nil {
 			return nil, storeerr.Map(err)
 		}
 		times[i] = facts[i].CommitterTime
 	}
-	states, err := statesAt(s.git, head, times)
+	states, err := statesAt(a.git, head, times)
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
@@ -499,7 +501,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 		var st *guardState
 		if !states[i].IsZero() {
 			if st = views[states[i]]; st == nil {
-				if st, err = s.guardStateAt(states[i], leaseDirs); err != nil {
+				if st, err = a.guardStateAt(states[i], leaseDirs); err != nil {
 					return nil, err
 				}
 				views[states[i]] = st
@@ -518,7 +520,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 			}
 			return nil, storeerr.Map(aerr)
 		}
-		paths, err := s.git.ChangedPaths(f.Hash)
+		paths, err := a.git.ChangedPaths(f.Hash)
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
@@ -538,7 +540,7 @@ func (s *Store) GuardRange(req GuardRangeRequest) (*Result[GuardRangeData], erro
 	if len(data.Violations) > 0 {
 		return nil, guardRangeError(data)
 	}
-	return newResult(s, env, time.Time{}, *data), nil
+	return loopx.NewResult(a.s, env, time.Time{}, *data), nil
 }
 
 // guardState is the state one or more commits are judged against.
@@ -551,12 +553,12 @@ type guardState struct {
 // guardStateAt opens the state at rev. The lease records of a goal are
 // decoded once per distinct lease folder (leaseDirs, by its tree's name):
 // state commits that did not touch a goal's leases share them.
-func (s *Store) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*lease.Lease) (*guardState, error) {
-	sn, err := s.git.Snapshot(rev)
+func (a *Auditor) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*lease.Lease) (*guardState, error) {
+	sn, err := a.git.Snapshot(rev)
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	v := s.viewOf(sn)
+	v := a.derived.View(sn)
 	leases := func(goal string) ([]*lease.Lease, error) {
 		h, err := sn.DirHash(lease.LeasesDir(goal))
 		if err != nil || h.IsZero() {
@@ -619,25 +621,25 @@ func statesAt(w historyWalker, head gitstore.Hash, times []time.Time) ([]gitstor
 func shortRev(h gitstore.Hash) string { return h.String()[:12] }
 
 // rangeCommits resolves "A..B" into the commits of B not reachable from A.
-func (s *Store) rangeCommits(r string) ([]gitstore.Hash, error) {
-	a, b, ok := strings.Cut(r, "..")
-	if !ok || a == "" || b == "" || strings.HasPrefix(b, ".") || strings.Contains(b, "..") {
+func (a *Auditor) rangeCommits(r string) ([]gitstore.Hash, error) {
+	lo, hi, ok := strings.Cut(r, "..")
+	if !ok || lo == "" || hi == "" || strings.HasPrefix(hi, ".") || strings.Contains(hi, "..") {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "range %q: want A..B (the commits reachable from B and not from A)", r)
 	}
-	from, err := s.resolveRev(a)
+	from, err := a.resolveRev(lo)
 	if err != nil {
 		return nil, err
 	}
-	to, err := s.resolveRev(b)
+	to, err := a.resolveRev(hi)
 	if err != nil {
 		return nil, err
 	}
-	hs, err := s.git.RevList([]gitstore.Hash{to}, []gitstore.Hash{from}, false)
+	hs, err := a.git.RevList([]gitstore.Hash{to}, []gitstore.Hash{from}, false)
 	return hs, storeerr.Map(err)
 }
 
-func (s *Store) resolveRev(rev string) (gitstore.Hash, error) {
-	h, err := s.git.ResolveCommit(rev)
+func (a *Auditor) resolveRev(rev string) (gitstore.Hash, error) {
+	h, err := a.git.ResolveCommit(rev)
 	if errors.Is(err, gitstore.ErrUnknownRevision) {
 		return h, lease.Errorf(lease.CodeInvalidRequest, "%q names no commit in this repository", rev).With("revision", rev)
 	}
@@ -646,27 +648,27 @@ func (s *Store) resolveRev(rev string) (gitstore.Hash, error) {
 
 // pushedCommits lists the commits a push sends (see the decisions above),
 // each once, in the order of the updates.
-func (s *Store) pushedCommits(ups []PushUpdate) ([]gitstore.Hash, error) {
+func (a *Auditor) pushedCommits(ups []PushUpdate) ([]gitstore.Hash, error) {
 	seen := map[gitstore.Hash]bool{}
 	var out []gitstore.Hash
 	for _, u := range ups {
-		if u.LocalSHA == zeroSHA || u.LocalRef == s.git.Ref() || strings.HasPrefix(u.LocalRef, "refs/loopx/") {
+		if u.LocalSHA == zeroSHA || u.LocalRef == a.git.Ref() || strings.HasPrefix(u.LocalRef, "refs/loopx/") {
 			continue
 		}
-		local, err := s.resolveRev(u.LocalSHA)
+		local, err := a.resolveRev(u.LocalSHA)
 		if err != nil {
 			return nil, err
 		}
 		var exclude []gitstore.Hash
 		notRemotes := true
 		if u.RemoteSHA != zeroSHA {
-			if remote, err := s.git.ResolveCommit(u.RemoteSHA); err == nil {
+			if remote, err := a.git.ResolveCommit(u.RemoteSHA); err == nil {
 				exclude, notRemotes = []gitstore.Hash{remote}, false
 			} else if !errors.Is(err, gitstore.ErrUnknownRevision) {
 				return nil, storeerr.Map(err)
 			}
 		}
-		hs, err := s.git.RevList([]gitstore.Hash{local}, exclude, notRemotes)
+		hs, err := a.git.RevList([]gitstore.Hash{local}, exclude, notRemotes)
 		if err != nil {
 			return nil, storeerr.Map(err)
 		}
