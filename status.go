@@ -1,6 +1,7 @@
 package loopx
 
 import (
+	"context"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
@@ -21,13 +22,31 @@ func (s *Store) Status(goal, agent string) (*Result[lease.StatusData], error) {
 	})
 }
 
-// nextExpiry returns how long until the soonest expiry of a claim or lease
+// How a waiting agent sees the store move (package agent).
+
+// ProbeHead reads the head decisions are made on, without fetching: the
+// local ref, or with a remote the server's (ls-remote: one ref
+// advertisement, no pack).
+func (s *Store) ProbeHead(ctx context.Context) (gitstore.Hash, error) {
+	if s.remote.Online() {
+		return s.remote.ProbeHead(ctx)
+	}
+	return s.git.Head()
+}
+
+// PollsRemote reports whether the head is the server's.
+func (s *Store) PollsRemote() bool { return s.remote.Online() }
+
+// WatchRef notifies changes of the local ref.
+func (s *Store) WatchRef() *gitstore.RefWatch { return s.git.WatchRef() }
+
+// NextExpiry returns how long until the soonest expiry of a claim or lease
 // in force in goal, judged on the head a waiting request last decided on
 // (the local ref; with a remote, the server's head as last fetched), so a
 // wait needs no extra round trip to learn it. ok is false when nothing in
 // force expires or the head cannot be read (the wait then relies on ref
 // changes and polling alone).
-func (s *Store) nextExpiry(goal string) (d time.Duration, ok bool) {
+func (s *Store) NextExpiry(goal string) (d time.Duration, ok bool) {
 	var head gitstore.Hash
 	var err error
 	if s.remote.Online() {

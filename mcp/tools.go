@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/agent"
 	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -205,20 +206,20 @@ func runReady(ctx context.Context, s *loopx.Store, c *call) (loopx.Reply, error)
 		}
 		return s.Ready(a.Goal, a.Agent)
 	}
-	return applyWaiting(s, c, schemaReadyClaim, func(req lease.Call, w loopx.WaitOptions) (loopx.Reply, error) {
-		return s.ReadyClaimWait(ctx, *req.Req.(*lease.ReadyClaimRequest), w)
+	return applyWaiting(s, c, schemaReadyClaim, func(req lease.Call, w agent.WaitOptions) (loopx.Reply, error) {
+		return agent.ReadyClaimWait(ctx, s, *req.Req.(*lease.ReadyClaimRequest), w)
 	})
 }
 
 func runAcquire(ctx context.Context, s *loopx.Store, c *call) (loopx.Reply, error) {
-	return applyWaiting(s, c, schemaAcquire, func(req lease.Call, w loopx.WaitOptions) (loopx.Reply, error) {
-		return s.AcquireWait(ctx, *req.Req.(*lease.AcquireRequest), w)
+	return applyWaiting(s, c, schemaAcquire, func(req lease.Call, w agent.WaitOptions) (loopx.Reply, error) {
+		return agent.AcquireWait(ctx, s, *req.Req.(*lease.AcquireRequest), w)
 	})
 }
 
 // applyWaiting applies the call's request of schema, through wait when the
 // call gives wait_seconds.
-func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, loopx.WaitOptions) (loopx.Reply, error)) (loopx.Reply, error) {
+func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, agent.WaitOptions) (loopx.Reply, error)) (loopx.Reply, error) {
 	d, waiting, err := c.popWait()
 	if err != nil {
 		return nil, err
@@ -232,7 +233,7 @@ func applyWaiting(s *loopx.Store, c *call, schema string, wait func(lease.Call, 
 		return nil, err
 	}
 	if waiting {
-		return wait(req, loopx.WaitOptions{Timeout: d})
+		return wait(req, agent.WaitOptions{Timeout: d})
 	}
 	return s.Apply(req)
 }

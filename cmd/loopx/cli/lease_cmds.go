@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/agent"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -60,8 +61,8 @@ result with the same arguments: it is replayed, never applied twice.`,
 			req := lease.AcquireRequest{Goal: e.goal, Todo: f.todo, Owner: f.owner, IdempotencyKey: f.key,
 				ExpectedVersion: f.expectedVersion(c), TTLSeconds: f.ttl, WriteScopes: f.scopes}
 			if c.Flags().Changed("wait") {
-				return e.runWait(acquireWait, func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error) {
-					return s.AcquireWait(context.Background(), req, w)
+				return e.runWait(acquireWait, func(s *loopx.Store, w agent.WaitOptions) (loopx.Reply, error) {
+					return agent.AcquireWait(context.Background(), s, req, w)
 				})
 			}
 			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Acquire(req) })

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/agent"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -46,14 +47,14 @@ func (e *env) exitCode(err error, args []string) (int, bool) {
 
 func runCmd(e *env) *cobra.Command {
 	var (
-		req               loopx.RunRequest
+		req               agent.RunRequest
 		scopes, evidence  []string
 		claim, complete   bool
 		grace, wait       time.Duration
 		todo, owner, key  string
 		ttl               int64
 		note              string
-		forwardedByParent = loopx.ForwardedSignals
+		forwardedByParent = agent.ForwardedSignals
 	)
 	c := &cobra.Command{
 		Use:   "run --todo-id ID --owner A --idempotency-key K --ttl-seconds N [flags] -- CMD [ARGS...]",
@@ -88,7 +89,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 			case grace < 0 || wait < 0:
 				return usageError("--grace and --wait take a positive duration")
 			}
-			req.Hold = loopx.HoldRequest{Claim: claim, Wait: loopx.WaitOptions{Timeout: wait},
+			req.Hold = agent.HoldRequest{Claim: claim, Wait: agent.WaitOptions{Timeout: wait},
 				Acquire: lease.AcquireRequest{Goal: e.goal, Todo: todo, Owner: owner, IdempotencyKey: key,
 					TTLSeconds: ttl, WriteScopes: scopes}}
 			req.Command, req.Grace = args, grace
@@ -103,12 +104,12 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 				return err
 			}
 			defer s.Close()
-			var stats *loopx.WaitStats
+			var stats *agent.WaitStats
 			if wait > 0 {
 				stats = e.waitStats()
 				req.Hold.Wait.Stats = stats
 			}
-			res, err := s.Run(context.Background(), req)
+			res, err := agent.Run(context.Background(), s, req)
 			e.reportWait(stats)
 			if res == nil {
 				return err
@@ -159,22 +160,22 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 	f.BoolVar(&complete, "complete-on-success", false, "complete the todo (releasing the lease in the same commit) when CMD exits 0")
 	f.StringArrayVar(&evidence, "evidence", nil, "with --complete-on-success: evidence of completion (repeatable)")
 	f.StringVar(&note, "note", "", "with --complete-on-success: closing note")
-	f.DurationVar(&grace, "grace", loopx.DefaultGrace, "after a lost lease, time between SIGTERM and SIGKILL")
+	f.DurationVar(&grace, "grace", agent.DefaultGrace, "after a lost lease, time between SIGTERM and SIGKILL")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long while the lease is held by another execution (or a scope conflicts)")
 	return c
 }
 
 // waitStats returns counters to fill when LOOPX_WAIT_STATS=1 asks for
 // them (tests, benchmarks), else nil.
-func (e *env) waitStats() *loopx.WaitStats {
+func (e *env) waitStats() *agent.WaitStats {
 	if os.Getenv("LOOPX_WAIT_STATS") == "1" {
-		return &loopx.WaitStats{}
+		return &agent.WaitStats{}
 	}
 	return nil
 }
 
 // reportWait prints what a --wait did on stderr, when asked to.
-func (e *env) reportWait(st *loopx.WaitStats) {
+func (e *env) reportWait(st *agent.WaitStats) {
 	if st == nil {
 		return
 	}
@@ -184,13 +185,13 @@ func (e *env) reportWait(st *loopx.WaitStats) {
 
 // runWait runs a --wait command: a negative duration is a usage error, and
 // LOOPX_WAIT_STATS=1 reports what the wait did on stderr.
-func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error)) error {
+func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w agent.WaitOptions) (loopx.Reply, error)) error {
 	if d < 0 {
 		return usageError("--wait %v: want a positive duration", d)
 	}
 	st := e.waitStats()
 	defer e.reportWait(st)
 	return e.run(func(s *loopx.Store) (loopx.Reply, error) {
-		return fn(s, loopx.WaitOptions{Timeout: d, Stats: st})
+		return fn(s, agent.WaitOptions{Timeout: d, Stats: st})
 	})
 }

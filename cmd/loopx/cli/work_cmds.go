@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/agent"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -89,8 +90,8 @@ func todoReadyCmd(e *env) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
 			if claim && c.Flags().Changed("wait") {
-				return e.runWait(wait, func(s *loopx.Store, w loopx.WaitOptions) (loopx.Reply, error) {
-					return s.ReadyClaimWait(context.Background(), req, w)
+				return e.runWait(wait, func(s *loopx.Store, w agent.WaitOptions) (loopx.Reply, error) {
+					return agent.ReadyClaimWait(context.Background(), s, req, w)
 				})
 			}
 			if claim {

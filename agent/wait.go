@@ -1,4 +1,4 @@
-package loopx
+package agent
 
 // --wait DURATION on `todo ready --claim` and `task-lease acquire`
 // (contract section 4): instead of refusing because the lease is held, a
@@ -33,6 +33,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -112,19 +113,19 @@ const expirySlack = 50 * time.Millisecond
 
 // AcquireWait is Acquire with --wait: while the lease is held by another
 // effective execution or a scope conflicts, it waits (up to w.Timeout).
-func (s *Store) AcquireWait(ctx context.Context, req lease.AcquireRequest, w WaitOptions) (*Result[lease.LeaseResult], error) {
-	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.LeaseResult], error) { return s.Acquire(req) }, waitRefused)
+func AcquireWait(ctx context.Context, s Store, req lease.AcquireRequest, w WaitOptions) (*loopx.Result[lease.LeaseResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.LeaseResult], error) { return s.Acquire(req) }, waitRefused)
 }
 
 // ClaimWait is Claim with --wait (used by `loopx run --claim --wait`).
-func (s *Store) ClaimWait(ctx context.Context, req lease.ClaimRequest, w WaitOptions) (*Result[lease.TodoResult], error) {
-	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.TodoResult], error) { return s.Claim(req) }, waitRefused)
+func ClaimWait(ctx context.Context, s Store, req lease.ClaimRequest, w WaitOptions) (*loopx.Result[lease.TodoResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.TodoResult], error) { return s.Claim(req) }, waitRefused)
 }
 
 // ReadyClaimWait is ReadyClaim with --wait: while nothing is ready (or the
 // one ready todo cannot be claimed for a waitable reason) it waits.
-func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest, w WaitOptions) (*Result[lease.TodoResult], error) {
-	return waitFor(ctx, s, req.Goal, w, func() (*Result[lease.TodoResult], error) { return s.ReadyClaim(req) }, func(res *Result[lease.TodoResult], err error) bool {
+func ReadyClaimWait(ctx context.Context, s Store, req lease.ReadyClaimRequest, w WaitOptions) (*loopx.Result[lease.TodoResult], error) {
+	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.TodoResult], error) { return s.ReadyClaim(req) }, func(res *loopx.Result[lease.TodoResult], err error) bool {
 		if err != nil {
 			return Waitable(err)
 		}
@@ -132,10 +133,10 @@ func (s *Store) ReadyClaimWait(ctx context.Context, req lease.ReadyClaimRequest,
 	})
 }
 
-func waitRefused[T any](_ *Result[T], err error) bool { return Waitable(err) }
+func waitRefused[T any](_ *loopx.Result[T], err error) bool { return Waitable(err) }
 
 // nothingClaimed reports a ready --claim that found nothing to claim.
-func nothingClaimed(res *Result[lease.TodoResult]) bool {
+func nothingClaimed(res *loopx.Result[lease.TodoResult]) bool {
 	if res == nil || res.Status != lease.StatusNoChange {
 		return false
 	}
@@ -144,7 +145,7 @@ func nothingClaimed(res *Result[lease.TodoResult]) bool {
 
 // waitFor decides attempt until it is not blocked or the deadline passes
 // (see the file comment).
-func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, attempt func() (*Result[T], error), blocked func(*Result[T], error) bool) (*Result[T], error) {
+func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error), blocked func(*loopx.Result[T], error) bool) (*loopx.Result[T], error) {
 	stats := w.Stats
 	if stats == nil {
 		stats = &WaitStats{}
@@ -156,7 +157,7 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 	start := time.Now()
 	deadline := start.Add(w.Timeout)
 	defer func() { stats.WaitedMS = time.Since(start).Milliseconds() }()
-	remote := s.remote.Online()
+	remote := s.PollsRemote()
 	var watch *gitstore.RefWatch
 	defer func() {
 		if watch != nil {
@@ -165,7 +166,7 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 	}()
 	interval := time.Duration(0) // remote polling interval, grown by each quiet poll
 
-	base, baseOK := s.waitHead(ctx, remote, stats)
+	base, baseOK := waitHead(ctx, s, stats)
 	for {
 		res, err := attempt()
 		stats.Attempts++
@@ -173,7 +174,7 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 			return res, err
 		}
 		wake := deadline
-		if d, ok := s.nextExpiry(goal); ok {
+		if d, ok := s.NextExpiry(goal); ok {
 			// d is counted from the decision time, whole seconds of the
 			// machine's clock (or LOOPX_NOW).
 			if at := time.Now().Truncate(time.Second).Add(d + expirySlack); at.Before(wake) {
@@ -181,13 +182,13 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 			}
 		}
 		if !remote && watch == nil {
-			watch = s.git.WatchRef()
+			watch = s.WatchRef()
 		}
 		var changed bool
 		if remote {
-			changed, base, baseOK, interval = s.pollRemote(ctx, base, baseOK, wake, interval, policy, stats)
+			changed, base, baseOK, interval = pollRemote(ctx, s, base, baseOK, wake, interval, policy, stats)
 		} else {
-			changed, base, baseOK = s.watchLocal(ctx, watch, base, baseOK, wake, policy, stats)
+			changed, base, baseOK = watchLocal(ctx, s, watch, base, baseOK, wake, policy, stats)
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -201,20 +202,14 @@ func waitFor[T any](ctx context.Context, s *Store, goal string, w WaitOptions, a
 // waitHead reads the head a wait compares with: the local ref, or the
 // server's (ls-remote). ok is false when it could not be read; any head
 // read later then counts as a change.
-func (s *Store) waitHead(ctx context.Context, remote bool, stats *WaitStats) (gitstore.Hash, bool) {
+func waitHead(ctx context.Context, s Store, stats *WaitStats) (gitstore.Hash, bool) {
 	stats.Polls++
-	var h gitstore.Hash
-	var err error
-	if remote {
-		h, err = s.remote.ProbeHead(ctx)
-	} else {
-		h, err = s.git.Head()
-	}
+	h, err := s.ProbeHead(ctx)
 	return h, err == nil
 }
 
 // watchLocal sleeps until the local ref differs from base, or until wake.
-func (s *Store) watchLocal(ctx context.Context, watch *gitstore.RefWatch, base gitstore.Hash, baseOK bool, wake time.Time, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool) {
+func watchLocal(ctx context.Context, s Store, watch *gitstore.RefWatch, base gitstore.Hash, baseOK bool, wake time.Time, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool) {
 	every := p.Local
 	if !watch.Native() {
 		every = p.LocalNoNotify
@@ -233,7 +228,7 @@ func (s *Store) watchLocal(ctx context.Context, watch *gitstore.RefWatch, base g
 			stats.Notifications++
 		case <-ticker.C:
 		}
-		h, ok := s.waitHead(ctx, false, stats)
+		h, ok := waitHead(ctx, s, stats)
 		if ok && (!baseOK || h != base) {
 			stats.Changes++
 			// The writers that woke us all wake together: spread their
@@ -246,7 +241,7 @@ func (s *Store) watchLocal(ctx context.Context, watch *gitstore.RefWatch, base g
 
 // pollRemote polls the server's head with growing, jittered intervals
 // until it differs from base, or until wake.
-func (s *Store) pollRemote(ctx context.Context, base gitstore.Hash, baseOK bool, wake time.Time, interval time.Duration, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool, time.Duration) {
+func pollRemote(ctx context.Context, s Store, base gitstore.Hash, baseOK bool, wake time.Time, interval time.Duration, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool, time.Duration) {
 	for {
 		interval = p.nextInterval(interval)
 		sleep := jitterUpper(interval, rand.Float64())
@@ -263,7 +258,7 @@ func (s *Store) pollRemote(ctx context.Context, base gitstore.Hash, baseOK bool,
 		if !time.Now().Before(wake) {
 			return false, base, baseOK, interval
 		}
-		h, ok := s.waitHead(ctx, true, stats)
+		h, ok := waitHead(ctx, s, stats)
 		if ok && (!baseOK || h != base) {
 			stats.Changes++
 			return true, h, true, interval

@@ -1,10 +1,11 @@
-package loopx
+package agent
 
 import (
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -70,27 +71,27 @@ type fakeCall struct {
 
 type fakeOps struct{ calls chan fakeCall }
 
-func (f *fakeOps) call(op string, v int64) (*Result[lease.LeaseResult], error) {
+func (f *fakeOps) call(op string, v int64) (*loopx.Result[lease.LeaseResult], error) {
 	c := fakeCall{op: op, version: v, reply: make(chan renewReply)}
 	f.calls <- c
 	r := <-c.reply
 	return r.res, r.err
 }
 
-func (f *fakeOps) Renew(r lease.RenewRequest) (*Result[lease.LeaseResult], error) {
+func (f *fakeOps) Renew(r lease.RenewRequest) (*loopx.Result[lease.LeaseResult], error) {
 	return f.call("renew", *r.ExpectedVersion)
 }
-func (f *fakeOps) Release(r lease.ReleaseRequest) (*Result[lease.LeaseResult], error) {
+func (f *fakeOps) Release(r lease.ReleaseRequest) (*loopx.Result[lease.LeaseResult], error) {
 	return f.call("release", *r.ExpectedVersion)
 }
-func (f *fakeOps) Complete(r lease.CompleteRequest) (*Result[lease.TodoResult], error) {
+func (f *fakeOps) Complete(r lease.CompleteRequest) (*loopx.Result[lease.TodoResult], error) {
 	res, err := f.call("complete", r.Proof.ExpectedVersion)
 	if res == nil {
 		return nil, err
 	}
-	return &Result[lease.TodoResult]{Envelope: res.Envelope, Data: lease.TodoResult{GoalID: res.Data.GoalID, Lease: res.Data.Lease}}, err
+	return &loopx.Result[lease.TodoResult]{Envelope: res.Envelope, Data: lease.TodoResult{GoalID: res.Data.GoalID, Lease: res.Data.Lease}}, err
 }
-func (f *fakeOps) Inspect(goal, todo string) (*Result[lease.LeaseResult], error) {
+func (f *fakeOps) Inspect(goal, todo string) (*loopx.Result[lease.LeaseResult], error) {
 	return f.call("inspect", 0)
 }
 
@@ -158,8 +159,8 @@ func (f *holdFix) expect(op string, version int64) fakeCall {
 }
 
 // leaseRes is a lease result: this execution (or another) at version v.
-func leaseRes(owner, key string, epoch, v int64, effective bool) *Result[lease.LeaseResult] {
-	return &Result[lease.LeaseResult]{Envelope: Envelope{Status: lease.StatusApplied}, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_work",
+func leaseRes(owner, key string, epoch, v int64, effective bool) *loopx.Result[lease.LeaseResult] {
+	return &loopx.Result[lease.LeaseResult]{Envelope: loopx.Envelope{Status: lease.StatusApplied}, Data: lease.LeaseResult{GoalID: "g", TodoID: "todo_work",
 		Lease: &lease.LeaseView{Lease: &lease.Lease{TodoID: "todo_work", Owner: owner, IdempotencyKey: key,
 			Epoch: epoch, Version: v, Status: lease.LeaseActive}, Effective: effective}}}
 }
@@ -214,7 +215,7 @@ func TestHoldRenewsRetriesAndGivesUpAtTheDeadline(t *testing.T) {
 	// t0+20: renew at 2 → transient; retried 2s later with the SAME version.
 	f.renewAfter(10*time.Second, 10*time.Second, 2).reply <- refused(lease.CodeStoreBusy)
 	// t0+22: the retry was applied but its answer is a replay: version 3.
-	f.renewAfter(2*time.Second, 8*time.Second, 2).reply <- renewReply{res: &Result[lease.LeaseResult]{Envelope: Envelope{Status: lease.StatusReplayed},
+	f.renewAfter(2*time.Second, 8*time.Second, 2).reply <- renewReply{res: &loopx.Result[lease.LeaseResult]{Envelope: loopx.Envelope{Status: lease.StatusReplayed},
 		Data: leaseRes("agent-a", "k1", 2, 3, true).Data}}
 	f.after(10 * time.Second) // the loop took the answer and sleeps until t0+32
 	if l := f.h.Lease(); l.Version != 3 || l.Epoch != 2 {
@@ -348,7 +349,7 @@ func TestHoldReleaseRetriesAndAdopts(t *testing.T) {
 	// The work used the proof meanwhile: version 3 of this execution.
 	f.expect("release", 1).reply <- refused(lease.CodeVersionMismatch)
 	f.expect("inspect", 0).reply <- ours(3)
-	f.expect("release", 3).reply <- renewReply{res: &Result[lease.LeaseResult]{Envelope: Envelope{Status: lease.StatusApplied}}}
+	f.expect("release", 3).reply <- renewReply{res: &loopx.Result[lease.LeaseResult]{Envelope: loopx.Envelope{Status: lease.StatusApplied}}}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestClassifyRenew(t *testing.T) {
 	x := execution{owner: "agent-a", key: "k1", epoch: 2}
 	cases := []struct {
 		name string
-		res  *Result[lease.LeaseResult]
+		res  *loopx.Result[lease.LeaseResult]
 		err  error
 		want renewAction
 	}{
@@ -427,7 +428,7 @@ func TestClassifyRenew(t *testing.T) {
 		{"another key", leaseRes("agent-a", "k2", 2, 5, true), nil, actLost},
 		{"another epoch", leaseRes("agent-a", "k1", 3, 5, true), nil, actLost},
 		{"not effective", leaseRes("agent-a", "k1", 2, 5, false), nil, actLost},
-		{"no lease", &Result[lease.LeaseResult]{Data: lease.LeaseResult{}}, nil, actLost},
+		{"no lease", &loopx.Result[lease.LeaseResult]{Data: lease.LeaseResult{}}, nil, actLost},
 		{"store busy", nil, lease.Errorf(lease.CodeStoreBusy, "x"), actRetry},
 		{"remote unavailable", nil, lease.Errorf(lease.CodeRemoteUnavailable, "x"), actRetry},
 		{"store io", nil, lease.Errorf(lease.CodeStoreIO, "x"), actRetry},

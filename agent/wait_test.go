@@ -1,9 +1,10 @@
-package loopx
+package agent
 
 import (
 	"testing"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -30,14 +31,14 @@ func TestWaitable(t *testing.T) {
 	}
 	no, yes := false, true
 	claimCases := []struct {
-		res  *Result[lease.TodoResult]
+		res  *loopx.Result[lease.TodoResult]
 		want bool
 	}{
 		{nil, false},
-		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &no}}, true},
-		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &yes}}, false}, // re-claim of its own todo
-		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusApplied}, Data: lease.TodoResult{Claimed: &yes}}, false},
-		{&Result[lease.TodoResult]{Envelope: Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{}}, false},
+		{&loopx.Result[lease.TodoResult]{Envelope: loopx.Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &no}}, true},
+		{&loopx.Result[lease.TodoResult]{Envelope: loopx.Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{Claimed: &yes}}, false}, // re-claim of its own todo
+		{&loopx.Result[lease.TodoResult]{Envelope: loopx.Envelope{Status: lease.StatusApplied}, Data: lease.TodoResult{Claimed: &yes}}, false},
+		{&loopx.Result[lease.TodoResult]{Envelope: loopx.Envelope{Status: lease.StatusNoChange}, Data: lease.TodoResult{}}, false},
 	}
 	for i, c := range claimCases {
 		if got := nothingClaimed(c.res); got != c.want {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package loopx
+package agent
 
 import "os"
 

@@ -1,4 +1,4 @@
-package loopx
+package agent
 
 // Holding a task lease while work runs: the loop of `loopx run`, for
 // programs that embed loopx too. It is modelled on client-go's
@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -119,7 +120,7 @@ func (x execution) ours(lv *lease.LeaseView) bool {
 }
 
 // classifyRenew decides what an answer to a renewal means (pure).
-func classifyRenew(res *Result[lease.LeaseResult], err error, x execution) (renewAction, *lease.Error) {
+func classifyRenew(res *loopx.Result[lease.LeaseResult], err error, x execution) (renewAction, *lease.Error) {
 	if err == nil {
 		lv := res.Data.Lease
 		if x.ours(lv) {
@@ -178,10 +179,10 @@ type HoldRequest struct {
 
 // holdOps are the store operations a Hold uses (a fake in tests).
 type holdOps interface {
-	Renew(lease.RenewRequest) (*Result[lease.LeaseResult], error)
-	Release(lease.ReleaseRequest) (*Result[lease.LeaseResult], error)
-	Complete(lease.CompleteRequest) (*Result[lease.TodoResult], error)
-	Inspect(goal, todo string) (*Result[lease.LeaseResult], error)
+	Renew(lease.RenewRequest) (*loopx.Result[lease.LeaseResult], error)
+	Release(lease.ReleaseRequest) (*loopx.Result[lease.LeaseResult], error)
+	Complete(lease.CompleteRequest) (*loopx.Result[lease.TodoResult], error)
+	Inspect(goal, todo string) (*loopx.Result[lease.LeaseResult], error)
 }
 
 // clock is the time source of a Hold (a fake in tests).
@@ -218,11 +219,11 @@ type Hold struct {
 	stopped sync.Once
 }
 
-// Hold acquires (or replays) the lease, or with req.Claim claims the todo
-// and acquires it in one commit, and renews it in the background. The
+// HoldLease acquires (or replays) the lease, or with req.Claim claims the
+// todo and acquires it in one commit, and renews it in the background. The
 // result is the acquire's (or claim's). A refusal or a transient failure
 // of the acquire is returned as is: retry with the same arguments.
-func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, Reply, error) {
+func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Reply, error) {
 	ttl := time.Duration(req.Acquire.TTLSeconds) * time.Second
 	policy := req.Policy
 	if policy == (HoldPolicy{}) {
@@ -246,14 +247,14 @@ func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, Reply, error)
 	w.Stats = stats
 	var (
 		sent    time.Time
-		granted Reply
+		granted loopx.Reply
 		lv      *lease.LeaseView
 		goal    string
 		err     error
 	)
 	if req.Claim {
-		var res *Result[lease.TodoResult]
-		res, err = waitIf(ctx, s, a.Goal, w, func() (*Result[lease.TodoResult], error) {
+		var res *loopx.Result[lease.TodoResult]
+		res, err = waitIf(ctx, s, a.Goal, w, func() (*loopx.Result[lease.TodoResult], error) {
 			sent = time.Now()
 			return s.Claim(lease.ClaimRequest{Goal: a.Goal, Todo: a.Todo, Actor: a.Owner, LeaseKey: a.IdempotencyKey,
 				LeaseTTLSeconds: a.TTLSeconds})
@@ -262,8 +263,8 @@ func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, Reply, error)
 			granted, lv, goal = res, res.Data.Lease, res.Data.GoalID
 		}
 	} else {
-		var res *Result[lease.LeaseResult]
-		res, err = waitIf(ctx, s, a.Goal, w, func() (*Result[lease.LeaseResult], error) {
+		var res *loopx.Result[lease.LeaseResult]
+		res, err = waitIf(ctx, s, a.Goal, w, func() (*loopx.Result[lease.LeaseResult], error) {
 			sent = time.Now()
 			return s.Acquire(a)
 		})
@@ -285,7 +286,7 @@ func (s *Store) Hold(ctx context.Context, req HoldRequest) (*Hold, Reply, error)
 
 // waitIf decides attempt once, or with a wait timeout waits while it is
 // refused for a waitable reason (waitFor).
-func waitIf[T any](ctx context.Context, s *Store, goal string, w WaitOptions, attempt func() (*Result[T], error)) (*Result[T], error) {
+func waitIf[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error)) (*loopx.Result[T], error) {
 	if w.Timeout > 0 {
 		return waitFor(ctx, s, goal, w, attempt, waitRefused)
 	}
@@ -364,7 +365,7 @@ func lostError(cause *lease.Error, cur HeldLease) *lease.Error {
 }
 
 type renewReply struct {
-	res *Result[lease.LeaseResult]
+	res *loopx.Result[lease.LeaseResult]
 	err error
 }
 
@@ -495,9 +496,9 @@ func deadlineError(p HoldPolicy, last error) *lease.Error {
 // Transient failures are retried with the same arguments until the lease
 // would have expired; a version_mismatch adopts a newer version of this
 // execution, as renewals do.
-func (h *Hold) Release() (*Result[lease.LeaseResult], error) {
+func (h *Hold) Release() (*loopx.Result[lease.LeaseResult], error) {
 	h.Stop()
-	return finish(h, func(cur HeldLease) (*Result[lease.LeaseResult], error) {
+	return finish(h, func(cur HeldLease) (*loopx.Result[lease.LeaseResult], error) {
 		v := cur.Version
 		return h.ops.Release(lease.ReleaseRequest{Goal: cur.Goal, Todo: cur.Todo, Owner: cur.Owner,
 			IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: &v})
@@ -506,16 +507,16 @@ func (h *Hold) Release() (*Result[lease.LeaseResult], error) {
 
 // Complete stops renewing and completes the todo with the lease proof,
 // which releases the lease in the same commit (retries as Release).
-func (h *Hold) Complete(evidence []string, note string) (*Result[lease.TodoResult], error) {
+func (h *Hold) Complete(evidence []string, note string) (*loopx.Result[lease.TodoResult], error) {
 	h.Stop()
-	return finish(h, func(cur HeldLease) (*Result[lease.TodoResult], error) {
+	return finish(h, func(cur HeldLease) (*loopx.Result[lease.TodoResult], error) {
 		return h.ops.Complete(lease.CompleteRequest{Goal: cur.Goal, Todo: cur.Todo, Actor: cur.Owner,
 			Evidence: evidence, Note: note, Proof: &lease.Proof{IdempotencyKey: cur.IdempotencyKey, ExpectedVersion: cur.Version}})
 	})
 }
 
 // finish runs a final operation of h with the lease proof.
-func finish[T any](h *Hold, call func(HeldLease) (*Result[T], error)) (*Result[T], error) {
+func finish[T any](h *Hold, call func(HeldLease) (*loopx.Result[T], error)) (*loopx.Result[T], error) {
 	resynced := false
 	for {
 		h.mu.Lock()

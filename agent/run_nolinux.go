@@ -1,6 +1,6 @@
 //go:build !linux
 
-package loopx
+package agent
 
 import "os/exec"
 

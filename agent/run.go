@@ -1,4 +1,4 @@
-package loopx
+package agent
 
 // `loopx run … -- CMD`: hold a task lease while a command runs.
 //
@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -78,14 +79,14 @@ type RunResult struct {
 	// not); the command was then sent SIGTERM.
 	Lost *lease.Error
 	// Acquired is the result of the acquire (or claim).
-	Acquired Reply
+	Acquired loopx.Reply
 	// Lease is the lease as last known (version after the last renewal).
 	Lease HeldLease
 	// Renewals counts the successful renewals.
 	Renewals int
 	// Finished is the release (or completion) after the command, FinishErr
 	// its error; Completed tells which it was.
-	Finished  Reply
+	Finished  loopx.Reply
 	FinishErr error
 	Completed bool
 	// Interrupted is the signal that ended the run before the command
@@ -93,8 +94,8 @@ type RunResult struct {
 	Interrupted os.Signal
 }
 
-// reply is a result as a Reply (nil for none).
-func reply[T any](r *Result[T], err error) (Reply, error) {
+// reply is a result as a loopx.Reply (nil for none).
+func reply[T any](r *loopx.Result[T], err error) (loopx.Reply, error) {
 	if r == nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func withEnv(base, set []string) []string {
 // error before the command started (the acquire refused or failed) is
 // returned with a nil result; a command that could not start is an error
 // with a result (status 126/127, the lease released).
-func (s *Store) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
+func Run(ctx context.Context, s Store, req RunRequest) (*RunResult, error) {
 	if len(req.Command) == 0 {
 		return nil, lease.Errorf(lease.CodeUsage, "no command to run: put it after --")
 	}
@@ -150,7 +151,7 @@ func (s *Store) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		case <-stopEarly:
 		}
 	}()
-	h, acq, err := s.Hold(ctx, req.Hold)
+	h, acq, err := HoldLease(ctx, s, req.Hold)
 	close(stopEarly)
 	<-earlyDone
 	if early != nil {

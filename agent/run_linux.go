@@ -1,4 +1,4 @@
-package loopx
+package agent
 
 import (
 	"os/exec"

@@ -1,0 +1,41 @@
+// Package agent is the agent's loop over a store: waiting for work or for
+// a lease (wait.go: --wait), holding a task lease while work runs, renewed
+// in the background (hold.go), and running a command under it (run.go:
+// `loopx run`). It sits above the Store and uses nothing of it but the
+// operations of the loop and how the store is seen to move (Store), the
+// way client-go's leaderelection holds a lock through
+// resourcelock.Interface: a fake store tests it.
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// Store is what the agent's loop needs of a store: the operations it
+// decides (each one compare-and-swap commit, or a read), and how it sees
+// the store move while it waits.
+type Store interface {
+	Acquire(lease.AcquireRequest) (*loopx.Result[lease.LeaseResult], error)
+	Claim(lease.ClaimRequest) (*loopx.Result[lease.TodoResult], error)
+	ReadyClaim(lease.ReadyClaimRequest) (*loopx.Result[lease.TodoResult], error)
+	holdOps
+
+	// ProbeHead reads the head decisions are made on, cheaply: the local
+	// ref, or the server's by a ref advertisement (no fetch).
+	ProbeHead(ctx context.Context) (gitstore.Hash, error)
+	// PollsRemote reports whether the head is the server's (polled) rather
+	// than the local ref (watched).
+	PollsRemote() bool
+	// WatchRef notifies changes of the local ref.
+	WatchRef() *gitstore.RefWatch
+	// NextExpiry is how long until the soonest expiry in force in goal
+	// (ok false: none known).
+	NextExpiry(goal string) (d time.Duration, ok bool)
+}
+
+var _ Store = (*loopx.Store)(nil)
