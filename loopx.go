@@ -1,10 +1,15 @@
 // Package loopx is the Go API of loopx: a Store opened on a Git repository,
-// with one method per command. It composes the pure domain (lease), the
-// generic Git store (gitstore) and the board renderer (markdown):
+// with one method per operation, each returning its own result type. It
+// composes the pure domain (lease), the generic Git store (gitstore), the
+// board renderer (markdown), the data derived beside the store
+// (internal/derived) and remote mode (remote):
 //
 //	read head → decide (pure) → commit (CAS under the fence) → deliver the board
 //
-// The command line in cmd/loopx is a thin layer over this package.
+// Above it, package agent holds the agent's loop (hold, run, wait) and
+// package audit verifies history and judges pushes and commits; the
+// command line in cmd/loopx is a thin layer over the three
+// (docs/ARCHITECTURE.md draws the map).
 package loopx
 
 import (
@@ -100,9 +105,6 @@ type Store struct {
 	// benchmark of what recording costs sets it.
 	unrecorded bool
 	keys       *keyRing // resolved signing keys (signed.go), shared by copies
-	// judged counts the commits verified for logs (verifiedlog.go; tests
-	// hold a log's cost to what it shows).
-	judged int
 }
 
 func (o *Options) now() time.Time {

@@ -21,7 +21,7 @@ package audit
 //     record is decoded.
 //   - Every goal is checked (see lease/guard.go); --goal-id does not narrow
 //     it, since a working tree is shared by all goals.
-//   - The check is an ordinary read (Store.read): in remote mode it decides
+//   - The check is an ordinary read (loopx.Read): in remote mode it decides
 //     on the server's head, fetched first, so a lease taken on another
 //     machine blocks; an unreachable server is remote_unavailable (exit 3)
 //     and the hook refuses the commit (retry, or git commit --no-verify).

@@ -57,7 +57,7 @@ const DefaultLogLimit = 50
 
 // Log walks the state ref's history from the head, newest first, stopping as
 // soon as the limit is reached (or at --since), so a short query on a long
-// history stays short. Every entry shown is verified (verifiedlog.go):
+// history stays short. Every entry shown is verified (mark.go):
 // from the verified-up-to mark kept beside the store, or commit by commit.
 func (a *Auditor) Log(q LogQuery) (*loopx.Result[LogData], error) {
 	if q.Limit <= 0 {

@@ -7,11 +7,11 @@ package audit
 //   - it is a fast-forward: the ref's current commit is on the new
 //     commit's first-parent history (a new ref: the whole history is
 //     checked), and no commit is a merge;
-//   - it verifies as `verify --history` verifies it (Store.verifyCommit,
+//   - it verifies as `verify --history` verifies it (verifyCommit,
 //     the same code): a state commit's recorded request re-decided on its
 //     parent at its time gives its tree, message and identity, and in a
 //     store that requires signatures it is signed by a key the parent
-//     registers for its acting agent (signed.go); a board commit is exactly
+//     registers for its acting agent (signature.go); a board commit is exactly
 //     the rendering of its parent;
 //   - its time is not more than the store's max_clock_skew_seconds (as
 //     its parent's loopx.yaml says) ahead of the server's clock, and not

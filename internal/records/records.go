@@ -86,13 +86,6 @@ func (f Files) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-// ReadRecord reads the record at p of the blob h, with its size limit
-// (what a catch-up from a tree diff reads: the blob, not the path).
-func ReadRecord(sn *gitstore.Snapshot, p string, h gitstore.Hash) ([]byte, error) {
-	data, err := sn.ReadBlobMax(h, lease.MaxRecordSize)
-	return data, recordErr(p, err)
-}
-
 // View is the plain records view of a snapshot: no cache, no derived
 // index (the room that keeps those equips its views itself).
 func View(sn *gitstore.Snapshot) *lease.View {
