@@ -25,11 +25,6 @@ import (
 // compare-and-swap decides again on the new head (gitstore). The report
 // says what happened in the contract's envelope.
 
-// viewOf returns the records view of a snapshot with the derived data
-// beside the store (internal/derived: the decoded-record cache, the
-// goals' active leases, board models, archived receipts).
-func (s *Store) viewOf(sn *gitstore.Snapshot) *lease.View { return s.derived.View(sn) }
-
 // Read runs a read-only decision on the authority's head (a command's read
 // path): decide returns the command's payload.
 func Read[T any](s *Store, op string, decide func(v *lease.View, now time.Time) (T, error)) (*Result[T], error) {
@@ -199,7 +194,13 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 		o.Request = string(req)
 	}
 	p := &gitstore.Proposal{Info: s.commitInfo(o.Actor, o.Message(), now)}
-	if p.Info.Sign, err = s.commitSigner(sn, c, o); err != nil {
+	// Who must sign is judged on the snapshot decided on (a fresh view:
+	// without the decision's own writes).
+	rule, err := lease.CommitSigner(s.viewOf(sn), c, o)
+	if err != nil {
+		return attempt{err: err}
+	}
+	if p.Info.Sign, err = s.keys.signer(rule); err != nil {
 		return attempt{err: err}
 	}
 	for _, ch := range v.Changes() {
@@ -252,10 +253,4 @@ func (s *Store) lastApplied(head gitstore.Hash, o *lease.Outcome) string {
 		return true, nil
 	})
 	return found
-}
-
-// commitInfo is the identity and message of a commit decided at now; an
-// offline commit is marked for `loopx sync`.
-func (s *Store) commitInfo(actor, msg string, now time.Time) gitstore.CommitInfo {
-	return records.Commit(actor, s.remote.OfflineTrailer(msg), now)
 }

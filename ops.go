@@ -8,13 +8,8 @@ import (
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
+	"github.com/loopx-dev/loopx/remote"
 )
-
-// goalOf resolves the goal of a command (explicit, configured default, or
-// the only active goal).
-func (s *Store) goalOf(v *lease.View, explicit string) (string, error) {
-	return lease.ResolveGoal(v, explicit, s.defaultGoal)
-}
 
 // CreateGoal creates a goal.
 func (s *Store) CreateGoal(req lease.GoalCreateRequest) (*Result[lease.GoalData], error) {
@@ -271,4 +266,29 @@ func (s *Store) ListAdmins() (*Result[lease.AdminData], error) {
 	return Read(s, "admin.list", func(v *lease.View, now time.Time) (lease.AdminData, error) {
 		return lease.ListAdmins(v)
 	})
+}
+
+// RotateKey replaces an agent's signing key (agent.rotate-key).
+func (s *Store) RotateKey(req lease.RotateKeyRequest) (*Result[lease.RotateKeyData], error) {
+	return applyAs[lease.RotateKeyData](s, lease.CallOf(req))
+}
+
+// Sync brings a store that was used offline up to date with its remote
+// (remote.Remote.Sync): each offline mutation is decided again, on the
+// server's head, by this store's rules.
+func (s *Store) Sync() (*Result[remote.SyncData], error) {
+	online := *s
+	online.remote = s.remote.ForSync()
+	online.repo = online.remote.Bind()
+	d, head, err := s.remote.Sync(func(call lease.Call) (string, string, error) {
+		res, err := online.Apply(call)
+		if err != nil {
+			return "", "", err
+		}
+		return res.Status, res.Revision, nil
+	})
+	if d == nil {
+		return nil, err
+	}
+	return NewResult(&online, Envelope{Operation: "sync", CurrentRevision: records.Rev(head)}, time.Time{}, *d), err
 }

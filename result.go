@@ -7,7 +7,9 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"time"
 
+	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/remote"
 )
@@ -279,4 +281,42 @@ func writeList(w *bufio.Writer, s *jsonSorter, v any) error {
 		w.Write(buf)
 	}
 	return w.WriteByte(']')
+}
+
+// annotate adds to a result's envelope its cursor and, for a store with a
+// remote, the remote view.
+func (s *Store) annotate(e *Envelope, checkedAt time.Time) {
+	if e.CurrentRevision != "" {
+		e.Cursor, _ = s.repo.Depth(gitstore.ParseHash(e.CurrentRevision))
+	}
+	e.Remote = s.remote.Info(checkedAt)
+}
+
+// NewResult is the result of a command that is neither a decision nor a
+// read of one (log, gc, guard, sync...): its envelope annotated with the
+// cursor and remote view, checkedAt the clock reading of a read (zero:
+// none).
+func NewResult[T any](s *Store, e Envelope, checkedAt time.Time, data T) *Result[T] {
+	s.annotate(&e, checkedAt)
+	return &Result[T]{Envelope: e, Data: data}
+}
+
+// annotateErr adds to a version_mismatch its current_cursor: the position
+// of the revision it was decided on (its "revision" detail), as a result's
+// current_cursor is that of current_provider_revision (seed 000: a version
+// conflict exposes provider, revision and cursor).
+func (s *Store) annotateErr(err error) error {
+	e, ok := lease.AsError(err)
+	if !ok || e.Code != lease.CodeVersionMismatch {
+		return err
+	}
+	if _, done := e.Details["current_cursor"]; done {
+		return err
+	}
+	if rev, _ := e.Details["revision"].(string); rev != "" {
+		if n, derr := s.repo.Depth(gitstore.ParseHash(rev)); derr == nil {
+			e.With("current_cursor", n)
+		}
+	}
+	return err
 }

@@ -32,8 +32,13 @@ import (
 	"github.com/loopx-dev/loopx/signing"
 )
 
-// keyRing caches the signing keys a Store resolved, by the key wanted.
+// keyRing finds the keys a Store signs with (Options.SigningKey, git's
+// configuration, the ssh-agent) and caches them, by the key wanted; the
+// copies of a Store share it.
 type keyRing struct {
+	signingKey, authSock string          // Options.SigningKey, Options.SSHAuthSock
+	git                  *gitstore.Store // git's configuration (nil: none)
+
 	mu      sync.Mutex
 	keys    map[string]*signing.Key
 	errs    map[string]error
@@ -53,21 +58,11 @@ func (r *keyRing) close() {
 	r.keys = nil
 }
 
-// signerRule is who must sign call's commit, judged on the snapshot it is
-// decided on (a fresh view: without the decision's own writes).
-func (s *Store) signerRule(sn *gitstore.Snapshot, call lease.Call, o *lease.Outcome) (lease.SignerRule, error) {
-	return lease.CommitSigner(s.viewOf(sn), call, o)
-}
-
-// commitSigner returns the Sign function of a state commit (nil: unsigned),
-// or signature_required when the store requires a signature that no
-// available key can make.
-func (s *Store) commitSigner(sn *gitstore.Snapshot, call lease.Call, o *lease.Outcome) (func([]byte) ([]byte, error), error) {
-	rule, err := s.signerRule(sn, call, o)
-	if err != nil {
-		return nil, err
-	}
-	if !rule.Required && len(rule.Keys) == 0 && strings.TrimSpace(s.opts.SigningKey) == "" {
+// signer returns the Sign function of a state commit that rule says who
+// may sign (nil: unsigned), or signature_required when the store requires
+// a signature that no available key can make.
+func (r *keyRing) signer(rule lease.SignerRule) (func([]byte) ([]byte, error), error) {
+	if !rule.Required && len(rule.Keys) == 0 && strings.TrimSpace(r.signingKey) == "" {
 		return nil, nil
 	}
 	if rule.Required && !rule.AnyKey && len(rule.Keys) == 0 {
@@ -79,7 +74,7 @@ func (s *Store) commitSigner(sn *gitstore.Snapshot, call lease.Call, o *lease.Ou
 	}
 	var last error
 	for _, want := range wants {
-		k, err := s.signingKey(want)
+		k, err := r.key(want)
 		if err == nil {
 			return gitstore.SSHSign(k), nil
 		}
@@ -106,10 +101,9 @@ func signatureRequired(rule lease.SignerRule, why string) error {
 	return e
 }
 
-// signingKey resolves (once per Store) the signer of want ("" for any
+// key resolves (once per keyRing) the signer of want ("" for any
 // configured key).
-func (s *Store) signingKey(want string) (*signing.Key, error) {
-	r := s.keys
+func (r *keyRing) key(want string) (*signing.Key, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if k, ok := r.keys[want]; ok {
@@ -118,9 +112,9 @@ func (s *Store) signingKey(want string) (*signing.Key, error) {
 	if err, ok := r.errs[want]; ok {
 		return nil, err
 	}
-	cfg := signing.Config{SigningKey: s.opts.SigningKey, AuthSock: s.opts.SSHAuthSock}
+	cfg := signing.Config{SigningKey: r.signingKey, AuthSock: r.authSock}
 	if strings.TrimSpace(cfg.SigningKey) == "" {
-		cfg.GitSigningKey = r.gitSigningKey(s.git)
+		cfg.GitSigningKey = r.gitSigningKey()
 	}
 	if want != "" {
 		pub, err := signing.ParsePublicKey(want)
@@ -143,7 +137,8 @@ func (s *Store) signingKey(want string) (*signing.Key, error) {
 
 // gitSigningKey is git's user.signingKey, read once, when gpg.format is
 // ssh (git reads it as an SSH key only then).
-func (r *keyRing) gitSigningKey(g *gitstore.Store) string {
+func (r *keyRing) gitSigningKey() string {
+	g := r.git
 	if r.gitRead || g == nil {
 		return r.gitKey
 	}
@@ -153,9 +148,4 @@ func (r *keyRing) gitSigningKey(g *gitstore.Store) string {
 	}
 	r.gitKey, _ = g.ConfigValue("user.signingkey")
 	return r.gitKey
-}
-
-// RotateKey replaces an agent's signing key (agent.rotate-key).
-func (s *Store) RotateKey(req lease.RotateKeyRequest) (*Result[lease.RotateKeyData], error) {
-	return applyAs[lease.RotateKeyData](s, lease.CallOf(req))
 }

@@ -131,9 +131,6 @@ type Boards struct{ ix *boardIndex }
 // NewBoards are the board models beside repo.
 func NewBoards(repo gitstore.Repo) Boards { return Boards{newBoardIndex(repo)} }
 
-// Boards are the Cache's board models.
-func (c *Cache) Boards() Boards { return Boards{c.boards} }
-
 // Model returns the goal's saved model brought up to date with the target,
 // or nil when there is none or it cannot be (the caller then rebuilds it;
 // a record that fails to decode is reported by that rebuild).

@@ -37,7 +37,8 @@ const leaseIndexCatchUp = 256
 // made, a newer revision's is a changed copy).
 type leaseIndex struct {
 	sideFile[*lease.ActiveLeases]
-	c *Cache
+	records   *recordCache
+	saveAfter int // Config.LeaseIndexSaveAfter
 
 	mu sync.Mutex
 	at map[string]leasesAt
@@ -50,16 +51,16 @@ type leasesAt struct {
 	ix  *lease.ActiveLeases
 }
 
-func newLeaseIndex(c *Cache) *leaseIndex {
-	return &leaseIndex{c: c, at: map[string]leasesAt{}, sideFile: sideFile[*lease.ActiveLeases]{
-		repo: c.repo, kind: "leases", version: 1,
+func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *leaseIndex {
+	return &leaseIndex{records: records, saveAfter: saveAfter, at: map[string]leasesAt{}, sideFile: sideFile[*lease.ActiveLeases]{
+		repo: repo, kind: "leases", version: 1,
 		file:   func(goal string) string { return "loopx-cache/leases-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.ActiveLeases).Encode,
 		decode: lease.DecodeActiveLeases,
 	}}
 }
 
-// ActiveLeases returns the index of goal's active leases at sn, or nil
+// atSnapshot returns the index of goal's active leases at sn, or nil
 // when it cannot be made (a record that does not decode: the scan reports
 // it). The first use in a process that moved the saved index far enough
 // (a rebuild, or LeaseIndexSaveAfter changed records) saves the new
@@ -68,11 +69,10 @@ func newLeaseIndex(c *Cache) *leaseIndex {
 // more than an acquire's scope check), a catch-up decodes only the
 // records that changed, a few tens of microseconds each: so the file is
 // rewritten every few mutations, not on every one.
-func (c *Cache) ActiveLeases(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
+func (ix *leaseIndex) atSnapshot(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
 	if !lease.ValidGoalID(goal) {
 		return nil
 	}
-	ix := c.leases
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	cur, have := ix.at[goal]
@@ -82,7 +82,7 @@ func (c *Cache) ActiveLeases(sn *gitstore.Snapshot, goal string) *lease.ActiveLe
 		return nil
 	}
 	ix.at[goal] = leasesAt{rev: to.Rev, ix: next}
-	if !have && (how == rebuilt || how == caughtUp && changed >= c.cfg.LeaseIndexSaveAfter) && !strings.ContainsAny(goal, "/\\") {
+	if !have && (how == rebuilt || how == caughtUp && changed >= ix.saveAfter) && !strings.ContainsAny(goal, "/\\") {
 		ix.Save(goal, to.Rev, next)
 	}
 	return next
@@ -92,7 +92,7 @@ var errDamaged = errors.New("a record of the derived data does not decode")
 
 // Rebuild makes the index from every lease record of the target.
 func (ix *leaseIndex) Rebuild(to Target, goal string) (*lease.ActiveLeases, error) {
-	next := BuildLeaseIndex(ix.c.RecordView(to.Snap), goal)
+	next := BuildLeaseIndex(ix.records.view(to.Snap), goal)
 	if next == nil {
 		return nil, errDamaged
 	}

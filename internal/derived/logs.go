@@ -157,33 +157,29 @@ func (ix *logIndex) Rebuild(to Target, bucket string) (*logBucket, error) {
 
 // bucketAt returns the bucket of todo brought up to head, saving it when
 // it moved.
-func (c *Cache) bucketAt(head gitstore.Hash, todo string) (*logBucket, error) {
+func (ix *logIndex) bucketAt(head gitstore.Hash, todo string) (*logBucket, error) {
 	bucket := bucketOf(todo)
-	b, how, _, err := bringUp[*logBucket](c.logs, bucket, Target{Rev: head}, nil, gitstore.ZeroHash, false, true)
+	b, how, _, err := bringUp[*logBucket](ix, bucket, Target{Rev: head}, nil, gitstore.ZeroHash, false, true)
 	if err != nil {
 		return nil, err
 	}
 	if how != asSaved {
-		c.logs.Save(bucket, head, b)
+		ix.Save(bucket, head, b)
 	}
 	return b, nil
 }
 
-// LogKeep is how many commits per todo the log index names: a query for
-// more is answered by walking the history.
-func (c *Cache) LogKeep() int { return c.cfg.LogIndexKeep }
-
-// TodoCommits calls fn with todo's commits on head's history, newest first,
+// todoCommits calls fn with todo's commits on head's history, newest first,
 // until it returns false: the commits the index names, then, when the index
 // dropped older ones, every commit below them (fn filters those).
-func (c *Cache) TodoCommits(head gitstore.Hash, todo string, fn func(c gitstore.CommitMeta) (bool, error)) error {
-	b, err := c.bucketAt(head, todo)
+func (ix *logIndex) todoCommits(head gitstore.Hash, todo string, fn func(c gitstore.CommitMeta) (bool, error)) error {
+	b, err := ix.bucketAt(head, todo)
 	if err != nil {
 		return err
 	}
 	hs := b.todos[todo]
 	for _, h := range hs {
-		cm, err := records.CommitMeta(c.repo, h)
+		cm, err := records.CommitMeta(ix.repo, h)
 		if err != nil {
 			return err
 		}
@@ -191,12 +187,12 @@ func (c *Cache) TodoCommits(head gitstore.Hash, todo string, fn func(c gitstore.
 			return err
 		}
 	}
-	if len(hs) < c.cfg.LogIndexKeep {
+	if len(hs) < ix.keep {
 		return nil
 	}
-	cm, err := records.CommitMeta(c.repo, hs[len(hs)-1])
+	cm, err := records.CommitMeta(ix.repo, hs[len(hs)-1])
 	if err != nil {
 		return err
 	}
-	return c.repo.Log(cm.Parent, fn)
+	return ix.repo.Log(cm.Parent, fn)
 }

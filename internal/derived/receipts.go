@@ -17,15 +17,15 @@ import (
 // the history below it), and only for a request that may have been decided
 // before (lease.findOperationReceipt says which).
 
-// ArchivedReceipt returns the receipt id of todo on head's history, nil
+// archivedReceipt returns the receipt id of todo on head's history, nil
 // when no commit at lease version ≥ version (and epoch ≥ epoch, when known)
 // wrote it: below those the operation cannot have been decided.
-func (c *Cache) ArchivedReceipt(head gitstore.Hash, goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
+func archivedReceipt(repo gitstore.Repo, logs *logIndex, head gitstore.Hash, goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
 	if head.IsZero() || !lease.ValidTodoID(todo) {
 		return nil, nil
 	}
 	var found gitstore.Hash
-	err := c.TodoCommits(head, todo, func(cm gitstore.CommitMeta) (bool, error) {
+	err := logs.todoCommits(head, todo, func(cm gitstore.CommitMeta) (bool, error) {
 		e, ok := lease.ParseMessage(cm.Message)
 		if !ok || e.Todo != todo || e.Goal != goal || e.ProjectionOf != "" {
 			return true, nil
@@ -45,7 +45,7 @@ func (c *Cache) ArchivedReceipt(head gitstore.Hash, goal, todo, id string, versi
 	if found.IsZero() {
 		return nil, nil
 	}
-	sn, err := c.repo.Snapshot(found)
+	sn, err := repo.Snapshot(found)
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,30 @@ import (
 // recordCacheName is the record cache's side file.
 const recordCacheName = "loopx-cache/records.gob"
 
-// loadRecords reads the saved record cache (nil: none or damaged).
-func (c *Cache) loadRecords() []byte {
-	data, err := c.repo.ReadSideFile(recordCacheName)
+// recordCache is the record cache and when to prune it.
+type recordCache struct {
+	repo  gitstore.Repo
+	rc    *lease.RecordCache
+	base  int // its size after it was last pruned (or first used)
+	slack int // Config.RecordCacheSlack
+}
+
+func newRecordCache(repo gitstore.Repo, slack int) *recordCache {
+	r := &recordCache{repo: repo, slack: slack}
+	r.rc = lease.NewRecordCache(r.load)
+	return r
+}
+
+// view is a view of sn that reads records through the cache.
+func (r *recordCache) view(sn *gitstore.Snapshot) *lease.View {
+	v := records.View(sn)
+	v.UseCache(r.rc)
+	return v
+}
+
+// load reads the saved record cache (nil: none or damaged).
+func (r *recordCache) load() []byte {
+	data, err := r.repo.ReadSideFile(recordCacheName)
 	if err != nil || data == nil {
 		return nil
 	}
@@ -30,26 +51,23 @@ func (c *Cache) loadRecords() []byte {
 	return body
 }
 
-// Records is the decoded-record cache every view of the Cache shares.
-func (c *Cache) Records() *lease.RecordCache { return c.records }
-
-// Close saves what the record cache learned, pruned to the head's records.
-func (c *Cache) Close() {
-	if c.records.WorthSaving() {
-		c.pruneRecords()
-		_ = c.repo.WriteSideFile(recordCacheName, encode("records", 1, gitstore.ZeroHash, c.records.Encode()), false) // best effort
+// close saves what the cache learned, pruned to the head's records.
+func (r *recordCache) close() {
+	if r.rc.WorthSaving() {
+		r.prune()
+		_ = r.repo.WriteSideFile(recordCacheName, encode("records", 1, gitstore.ZeroHash, r.rc.Encode()), false) // best effort
 	}
 }
 
-// pruneRecords drops from the record cache the records that are not in
-// the head's tree (lease.RecordCache.Keep). It walks the tree's names and
-// hashes, not the blobs.
-func (c *Cache) pruneRecords() {
-	head, err := c.repo.Head(context.Background())
+// prune drops from the cache the records that are not in the head's tree
+// (lease.RecordCache.Keep). It walks the tree's names and hashes, not the
+// blobs.
+func (r *recordCache) prune() {
+	head, err := r.repo.Head(context.Background())
 	if err != nil {
 		return
 	}
-	sn, err := c.repo.Snapshot(head)
+	sn, err := r.repo.Snapshot(head)
 	if err != nil {
 		return
 	}
@@ -65,21 +83,21 @@ func (c *Cache) pruneRecords() {
 			return // keep everything: a cache may always hold more
 		}
 	}
-	c.records.Keep(func(h string) bool { return live[h] })
-	c.recordBase = c.records.Len()
+	r.rc.Keep(func(h string) bool { return live[h] })
+	r.base = r.rc.Len()
 }
 
-// MaybePrune prunes the record cache once it has grown to twice its size
-// after the last pruning and RecordCacheSlack records more: amortized, a
-// tree walk every few hundred mutations of a long-lived process, and never
-// in a one-command process on a warm cache.
-func (c *Cache) MaybePrune() {
-	n := c.records.Len()
-	if c.recordBase == 0 {
-		c.recordBase = n
+// maybePrune prunes the cache once it has grown to twice its size after
+// the last pruning and slack records more: amortized, a tree walk every
+// few hundred mutations of a long-lived process, and never in a
+// one-command process on a warm cache.
+func (r *recordCache) maybePrune() {
+	n := r.rc.Len()
+	if r.base == 0 {
+		r.base = n
 		return
 	}
-	if n > 2*c.recordBase+c.cfg.RecordCacheSlack {
-		c.pruneRecords()
+	if n > 2*r.base+r.slack {
+		r.prune()
 	}
 }

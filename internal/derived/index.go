@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
-	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -173,89 +172,4 @@ func changes(repo gitstore.Repo, from, to gitstore.Hash, dir string, limit int, 
 		return fn(p, blob)
 	})
 	return n, err
-}
-
-// Config tunes a Cache; zero fields take the defaults.
-type Config struct {
-	// LeaseIndexSaveAfter is how many changed records a process catches
-	// a loaded active-lease index up with before it saves it again
-	// (default 8; leases.go).
-	LeaseIndexSaveAfter int
-	// LogIndexKeep is how many commits per todo the log index names
-	// (default 64; logs.go).
-	LogIndexKeep int
-	// RecordCacheSlack is the growth of the record cache beyond twice
-	// its pruned size that starts a pruning (default 1,024; records.go).
-	RecordCacheSlack int
-}
-
-func (c Config) withDefaults() Config {
-	if c.LeaseIndexSaveAfter <= 0 {
-		c.LeaseIndexSaveAfter = 8
-	}
-	if c.LogIndexKeep <= 0 {
-		c.LogIndexKeep = 64
-	}
-	if c.RecordCacheSlack <= 0 {
-		c.RecordCacheSlack = 1024
-	}
-	return c
-}
-
-// Cache is the derived data beside one store, as one Store (a process)
-// holds it: the record cache and the active-lease indexes it has at hand
-// are kept in memory between decisions.
-type Cache struct {
-	repo gitstore.Repo
-	cfg  Config
-
-	records    *lease.RecordCache
-	recordBase int // the record cache's size after it was last pruned (records.go)
-
-	leases *leaseIndex
-	boards *boardIndex
-	logs   *logIndex
-}
-
-// New is the derived data beside repo.
-func New(repo gitstore.Repo, cfg Config) *Cache {
-	c := &Cache{repo: repo, cfg: cfg.withDefaults()}
-	c.records = lease.NewRecordCache(func() []byte { return c.loadRecords() })
-	c.leases = newLeaseIndex(c)
-	c.boards = newBoardIndex(repo)
-	c.logs = newLogIndex(repo, c.cfg.LogIndexKeep)
-	return c
-}
-
-// RecordView is a view of sn that reads records through the shared record
-// cache, without the derived indexes.
-func (c *Cache) RecordView(sn *gitstore.Snapshot) *lease.View {
-	v := records.View(sn)
-	v.UseCache(c.records)
-	return v
-}
-
-// View is the records view of sn with every derived index the decisions
-// use: the record cache, the goals' active leases (what every acquire's
-// scope check needs), the todos that depend on one (todo show's unblocks,
-// from the goal's board model, which holds every todo's dependencies,
-// instead of a scan of every todo), and the receipts that left the lease
-// records (found in history).
-func (c *Cache) View(sn *gitstore.Snapshot) *lease.View {
-	v := c.RecordView(sn)
-	v.UseActiveLeases(func(goal string) (*lease.ActiveLeases, bool) {
-		ix := c.ActiveLeases(sn, goal)
-		return ix, ix != nil
-	})
-	v.UseDependents(func(goal, id string) ([]string, bool) {
-		m := c.Boards().Model(TargetOf(sn, v, time.Time{}), goal)
-		if m == nil {
-			return nil, false
-		}
-		return m.Dependents(id), true
-	})
-	v.UseReceiptArchive(func(goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
-		return c.ArchivedReceipt(sn.Revision(), goal, todo, id, version, epoch)
-	})
-	return v
 }
