@@ -29,8 +29,11 @@ var floors = []struct {
 	// The top: the command line and what runs it.
 	{"cmd/loopx", []string{"cmd/loopx/cli"}},
 	{"loopxtest", []string{"cmd/loopx/cli", "gitstore", "lease"}},
-	{"cmd/loopx/cli", []string{".", "agent", "audit", "mcp", "lease"}},
+	{"cmd/loopx/cli", []string{".", "agent", "audit", "mcp", "web", "web/loopxsource", "gitstore", "lease"}},
 	{"mcp", []string{".", "agent", "audit", "lease"}},
+	// The web pages' adapter to a store (the pages themselves, web, know
+	// nothing of loopx's packages: they serve a web.Source).
+	{"web/loopxsource", []string{".", "audit", "web", "gitstore", "lease"}},
 	// Above the root: the agent's loop, the audit, test fixtures and tools.
 	{"agent", []string{".", "gitstore", "lease"}},
 	{"audit", []string{".", "internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing"}},
@@ -49,6 +52,7 @@ var floors = []struct {
 	{"markdown", []string{"lease"}},
 	{"lease", nil},
 	{"signing", nil},
+	{"web", nil},
 	{"internal/fault", nil},
 	{"bench/scalebench", nil},
 	{"bench/gogitfloor", nil},

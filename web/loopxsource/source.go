@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/web"
@@ -141,10 +142,7 @@ func (s *Source) Goals(ctx context.Context) (*web.Goals, error) {
 	if err != nil {
 		return nil, convert(err)
 	}
-	goals, err := field[[]*lease.Goal](res, "goals")
-	if err != nil {
-		return nil, err
-	}
+	goals := res.Data.Goals
 	out := &web.Goals{Revision: res.CurrentRevision, Remote: s.remote}
 	active := 0
 	for _, g := range goals {
@@ -166,20 +164,12 @@ func (s *Source) goalInfo(goal string) (*lease.Goal, []*lease.Agent, error) {
 	if err != nil {
 		return nil, nil, convert(err)
 	}
-	agents, err := field[[]*lease.Agent](res, "agents")
-	if err != nil {
-		return nil, nil, err
-	}
-	id, _ := field[string](res, "goal_id")
+	agents, id := res.Data.Agents, res.Data.GoalID
 	gres, err := s.st.ListGoals()
 	if err != nil {
 		return nil, nil, convert(err)
 	}
-	goals, err := field[[]*lease.Goal](gres, "goals")
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, g := range goals {
+	for _, g := range gres.Data.Goals {
 		if g.ID == id {
 			return g, agents, nil
 		}
@@ -199,18 +189,12 @@ func (s *Source) Board(ctx context.Context, goal string) (*web.Board, error) {
 	if err != nil {
 		return nil, convert(err)
 	}
-	todos, err := field[[]lease.TodoView](res, "todos")
-	if err != nil {
-		return nil, err
-	}
+	todos := res.Data.Todos
 	sres, err := s.st.Status(g.ID, "")
 	if err != nil {
 		return nil, convert(err)
 	}
-	st, ok := sres.Data.(*lease.StatusData)
-	if !ok {
-		return nil, shapeError(sres, "status")
-	}
+	st := &sres.Data
 	b := &web.Board{Goal: g.ID, Title: g.Title, Revision: res.CurrentRevision, Now: st.Now,
 		Archived: g.Status == lease.GoalArchived, Remote: s.remote, ClockSkew: skewWords(sres.ClockSkew)}
 	for _, a := range agents {
@@ -334,10 +318,7 @@ func (s *Source) Timeline(ctx context.Context, goal string) (*web.Timeline, erro
 	if err != nil {
 		return nil, convert(err)
 	}
-	st, ok := sres.Data.(*lease.StatusData)
-	if !ok {
-		return nil, shapeError(sres, "status")
-	}
+	st := &sres.Data
 	v, err := s.viewAt(sres.CurrentRevision)
 	if err != nil {
 		return nil, err
@@ -411,29 +392,18 @@ func (s *Source) TodoHistory(ctx context.Context, goal, todo string) (*web.TodoH
 	if err != nil {
 		return nil, convert(err)
 	}
-	tv, err := field[lease.TodoView](res, "todo")
-	if err != nil {
-		return nil, err
-	}
-	g, _ := field[string](res, "goal_id")
+	tv, g := res.Data.Todo, res.Data.GoalID
 	sres, err := s.st.Status(g, "")
 	if err != nil {
 		return nil, convert(err)
 	}
-	st, ok := sres.Data.(*lease.StatusData)
-	if !ok {
-		return nil, shapeError(sres, "status")
-	}
+	st := &sres.Data
 	h := &web.TodoHistory{Goal: g, Revision: res.CurrentRevision, Now: st.Now, Todo: newJudged(st).todo(&tv), Limit: s.HistoryLimit}
-	lres, err := s.st.Log(loopx.LogQuery{Goal: g, Todo: todo, Limit: s.HistoryLimit + 1})
+	lres, err := audit.New(s.st).Log(audit.LogQuery{Goal: g, Todo: todo, Limit: s.HistoryLimit + 1})
 	if err != nil {
 		return nil, convert(err)
 	}
-	ld, ok := lres.Data.(loopx.LogData)
-	if !ok {
-		return nil, shapeError(lres, "log")
-	}
-	entries := ld.Entries
+	entries := lres.Data.Entries
 	if len(entries) > s.HistoryLimit {
 		entries, h.Limited = entries[:s.HistoryLimit], true
 	}
@@ -509,10 +479,7 @@ func (s *Source) AgentStatus(ctx context.Context, goal, agent string) (*web.Agen
 	if err != nil {
 		return nil, convert(err)
 	}
-	st, ok := sres.Data.(*lease.StatusData)
-	if !ok {
-		return nil, shapeError(sres, "status")
-	}
+	st := &sres.Data
 	out.Revision, out.Now, out.ClockSkew = sres.CurrentRevision, st.Now, skewWords(sres.ClockSkew)
 	texts := map[string]string{}
 	mine := func(h lease.Holding) bool { return h.Owner == agent || h.ScopeAgent == agent }
@@ -602,25 +569,6 @@ func skewWords(sk *lease.Skew) string {
 	}
 	return fmt.Sprintf("The head is dated %s, more than %d s ahead of this machine's clock (%s): expiry is judged at the head's time.",
 		sk.HeadTime, sk.MaxClockSkewSeconds, sk.LocalTime)
-}
-
-// field reads one typed field of a read result's map.
-func field[T any](res *loopx.Result, name string) (T, error) {
-	var zero T
-	m, ok := res.Data.(map[string]any)
-	if !ok {
-		return zero, shapeError(res, name)
-	}
-	v, ok := m[name].(T)
-	if !ok {
-		return zero, shapeError(res, name)
-	}
-	return v, nil
-}
-
-func shapeError(res *loopx.Result, name string) error {
-	return &web.Error{Kind: web.Internal, Code: "internal",
-		Message: fmt.Sprintf("the %s result has no %s of the expected type (%T)", res.Operation, name, res.Data)}
 }
 
 // convert gives a store error its web kind: not found, bad request,
