@@ -33,7 +33,7 @@ var floors = []struct {
 	{"mcp", []string{".", "agent", "audit", "lease"}},
 	// The web pages' adapter to a store (the pages themselves, web, know
 	// nothing of loopx's packages: they serve a web.Source).
-	{"web/loopxsource", []string{".", "audit", "web", "gitstore", "lease"}},
+	{"web/loopxsource", []string{".", "audit", "web", "internal/records", "gitstore", "lease"}},
 	// Above the root: the agent's loop, the audit, test fixtures and tools.
 	{"agent", []string{".", "gitstore", "lease"}},
 	{"audit", []string{".", "internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing"}},

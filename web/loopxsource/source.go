@@ -32,6 +32,7 @@ import (
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/web"
 )
@@ -540,26 +541,7 @@ func (s *Source) viewAt(rev string) (*lease.View, error) {
 	if err != nil {
 		return nil, convert(err)
 	}
-	return lease.NewView(snapFiles{sn}, rev, sn.Time()), nil
-}
-
-// snapFiles reads a snapshot as lease.Files.
-type snapFiles struct{ sn *gitstore.Snapshot }
-
-func (f snapFiles) Read(p string) ([]byte, bool, error) { return f.sn.Read(p) }
-func (f snapFiles) Walk(dir string, fn func(string, []byte) error) error {
-	return f.sn.Walk(dir, fn)
-}
-func (f snapFiles) List(dir string) ([]string, error) {
-	entries, err := f.sn.List(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	return names, nil
+	return records.View(sn), nil // records read as the Store reads them: with their size limit
 }
 
 // skewWords describes a read's clock skew ("" for none).
