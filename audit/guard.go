@@ -159,6 +159,12 @@ func guardError(agent string, vs []lease.GuardViolation) *lease.Error {
 	} else {
 		msg += "; checked as " + agent
 	}
+	return lease.Errorf(lease.CodeWriteScopeConflict, "%s", msg).
+		With("conflicts", conflictsOf(vs)).With("violations", vs).With("agent_id", agent)
+}
+
+// conflictsOf lists each lease the violations meet once, by todo and scope.
+func conflictsOf(vs []lease.GuardViolation) []guardConflict {
 	var conflicts []guardConflict
 	for _, v := range vs {
 		c := guardConflict{TodoID: v.TodoID, Owner: v.Owner, Scope: v.Scope}
@@ -172,8 +178,7 @@ func guardError(agent string, vs []lease.GuardViolation) *lease.Error {
 		}
 		return strings.Compare(a.Scope, b.Scope)
 	})
-	return lease.Errorf(lease.CodeWriteScopeConflict, "%s", msg).
-		With("conflicts", conflicts).With("violations", vs).With("agent_id", agent)
+	return conflicts
 }
 
 // cleanRepoPaths turns command-line paths into sorted, unique repository
@@ -695,15 +700,12 @@ func guardRangeError(d *GuardRangeData) *lease.Error {
 	msg := fmt.Sprintf("commit %s by %s: %s is inside %s held by %s on %s (goal %s) when it was made",
 		f.Commit[:12], who, f.Path, f.Scope, f.Owner, f.TodoID, f.Goal)
 	var refused []string
-	var conflicts []guardConflict
-	for _, v := range d.Violations {
+	vs := make([]lease.GuardViolation, len(d.Violations))
+	for i, v := range d.Violations {
 		if !slices.Contains(refused, v.Commit) {
 			refused = append(refused, v.Commit)
 		}
-		c := guardConflict{TodoID: v.TodoID, Owner: v.Owner, Scope: v.Scope}
-		if !slices.Contains(conflicts, c) {
-			conflicts = append(conflicts, c)
-		}
+		vs[i] = v.GuardViolation
 	}
 	if n := len(d.Violations) - 1; n > 0 {
 		msg += fmt.Sprintf(" (and %d more in %d refused commit(s), see violations)", n, len(refused))
@@ -714,13 +716,7 @@ func guardRangeError(d *GuardRangeData) *lease.Error {
 			refusedCommits = append(refusedCommits, c)
 		}
 	}
-	slices.SortFunc(conflicts, func(a, b guardConflict) int {
-		if c := strings.Compare(a.TodoID, b.TodoID); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Scope, b.Scope)
-	})
 	return lease.Errorf(lease.CodeWriteScopeConflict, "%s", msg).
-		With("violations", d.Violations).With("refused_commits", refused).With("conflicts", conflicts).
+		With("violations", d.Violations).With("refused_commits", refused).With("conflicts", conflictsOf(vs)).
 		With("commits_checked", len(d.Commits)).With("refused", refusedCommits)
 }
