@@ -77,3 +77,20 @@ func (s *Store) NextExpiry(goal string) (d time.Duration, ok bool) {
 	}
 	return next.Sub(now), true
 }
+
+// LastKnownHead is, for a store whose authority is a server, the server's
+// head as last fetched (the tracking ref; the local ref, which mirrors it,
+// when it was never fetched here) and when it was fetched (zero: not
+// known). ok is false for a store without a server: its head is local and
+// always known. What reads that must not block on the network use when the
+// server cannot be reached (the guard).
+func (s *Store) LastKnownHead() (head gitstore.Hash, fetchedAt time.Time, ok bool, err error) {
+	if !s.remote.Online() {
+		return gitstore.ZeroHash, time.Time{}, false, nil
+	}
+	head, err = s.remote.LastSeenHead()
+	if err == nil && head.IsZero() {
+		head, err = s.git.Head()
+	}
+	return head, s.remote.LastFetched(), true, err
+}

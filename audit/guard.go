@@ -32,7 +32,6 @@ package audit
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -62,14 +61,19 @@ type GuardData struct {
 	Violations []lease.GuardViolation `json:"violations"`
 	Allowed    bool                   `json:"allowed"`
 	Note       string                 `json:"note,omitempty"`
+	// Stale says the check decided on the last state fetched from a server
+	// it could not reach.
+	Stale *StaleState `json:"stale,omitempty"`
 }
 
 // GuardInstallData is the result of guard install.
 type GuardInstallData struct {
 	Hook    string `json:"hook"`
-	Kind    string `json:"kind"` // pre-commit or pre-push
+	Kind    string `json:"kind"` // pre-commit, pre-push or commit-msg
 	Changed bool   `json:"changed"`
 	Loopx   string `json:"loopx"`
+	// CommitMsg is the commit-msg hook installed with the pre-commit one.
+	CommitMsg *GuardInstallData `json:"commit_msg,omitempty"`
 }
 
 // GuardCheck refuses (write_scope_conflict) when one of the paths, or with
@@ -99,42 +103,64 @@ func (a *Auditor) GuardCheck(agent string, staged bool, paths []string) (*loopx.
 	} else if err := lease.CheckAgentID("agent id", agent); err != nil {
 		return nil, err
 	}
-	return loopx.Read(a.s, "guard.check", func(v *lease.View, now time.Time) (GuardData, error) {
-		data := GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
-		if _, err := lease.RequireStore(v); err != nil {
-			if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
-				data.Note = "no loopx store in this repository: nothing to check"
-				return data, nil
-			}
-			return GuardData{}, err
+	head, stale, err := a.stateHead()
+	if err != nil {
+		return nil, err
+	}
+	sn, err := a.repo.Snapshot(head)
+	if err != nil {
+		return nil, storeerr.Map(err)
+	}
+	v := a.derived.View(sn)
+	now := lease.Now(a.s.Now(), sn.Time())
+	data, err := a.guardStaged(v, agent, staged, clean, now)
+	if err != nil {
+		e, ok := lease.AsError(err)
+		if ok && stale != nil {
+			e.With("stale", stale)
 		}
-		goals, err := lease.GuardGoals(v)
-		if err != nil {
-			return GuardData{}, err
-		}
-		if len(goals) == 0 {
-			data.Paths = len(clean)
-			data.Note = "no task leases: nothing to check"
+		return nil, storeerr.Map(err)
+	}
+	data.Stale = stale
+	return loopx.NewResult(a.s, loopx.Envelope{Operation: "guard.check", CurrentRevision: records.Rev(head)}, now, data), nil
+}
+
+// guardStaged decides guard check on view v at now.
+func (a *Auditor) guardStaged(v *lease.View, agent string, staged bool, clean []string, now time.Time) (GuardData, error) {
+	data := GuardData{AgentID: agent, Violations: []lease.GuardViolation{}, Allowed: true}
+	if _, err := lease.RequireStore(v); err != nil {
+		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
+			data.Note = "no loopx store in this repository: nothing to check"
 			return data, nil
 		}
-		if staged {
-			if clean, err = a.git.StagedPaths(); err != nil {
-				if errors.Is(err, gitstore.ErrNoWorkTree) {
-					return GuardData{}, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
-				}
-				return GuardData{}, err
-			}
-		}
+		return GuardData{}, err
+	}
+	goals, err := lease.GuardGoals(v)
+	if err != nil {
+		return GuardData{}, err
+	}
+	if len(goals) == 0 {
 		data.Paths = len(clean)
-		vs, err := lease.GuardCheck(v, goals, agent, clean, now)
-		if err != nil {
+		data.Note = "no task leases: nothing to check"
+		return data, nil
+	}
+	if staged {
+		if clean, err = a.git.StagedPaths(); err != nil {
+			if errors.Is(err, gitstore.ErrNoWorkTree) {
+				return GuardData{}, lease.Errorf(lease.CodeInvalidRequest, "--staged needs a working tree; this repository is bare")
+			}
 			return GuardData{}, err
 		}
-		if len(vs) > 0 {
-			return GuardData{}, guardError(agent, vs)
-		}
-		return data, nil
-	})
+	}
+	data.Paths = len(clean)
+	vs, err := lease.GuardCheck(v, goals, agent, clean, now)
+	if err != nil {
+		return GuardData{}, err
+	}
+	if len(vs) > 0 {
+		return GuardData{}, guardError(agent, vs)
+	}
+	return data, nil
 }
 
 // guardConflict is one entry of the conflicts detail (lease.ScopeConflict's
@@ -230,14 +256,25 @@ func relInside(top, abs string) (string, bool) {
 const (
 	GuardHookPreCommit = "pre-commit"
 	GuardHookPrePush   = "pre-push"
+	GuardHookCommitMsg = "commit-msg"
 )
 
 // GuardInstall installs the pre-commit hook that runs `loopx guard check
-// --staged`, chained after any existing hook (never overwriting it). exe is
-// the absolute path of the loopx executable the hook should prefer ("":
-// `loopx` on PATH only).
+// --staged` and the commit-msg hook that runs `loopx guard commit-msg`
+// (the trailers of the code fence: commitmsg.go), each chained after any
+// existing hook (never overwriting it). exe is the absolute path of the
+// loopx executable the hooks should prefer ("": `loopx` on PATH only).
 func (a *Auditor) GuardInstall(exe string) (*loopx.Result[GuardInstallData], error) {
-	return a.GuardInstallHook(GuardHookPreCommit, exe)
+	res, err := a.GuardInstallHook(GuardHookPreCommit, exe)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := a.GuardInstallHook(GuardHookCommitMsg, exe)
+	if err != nil {
+		return nil, err
+	}
+	res.Data.CommitMsg = &msg.Data
+	return res, nil
 }
 
 // GuardInstallHook installs one of loopx's hooks: the pre-commit hook
@@ -245,8 +282,8 @@ func (a *Auditor) GuardInstall(exe string) (*loopx.Result[GuardInstallData], err
 // --pre-push`, which checks every pushed commit), chained after any
 // existing hook of that name (never overwriting it).
 func (a *Auditor) GuardInstallHook(hook, exe string) (*loopx.Result[GuardInstallData], error) {
-	if hook != GuardHookPreCommit && hook != GuardHookPrePush {
-		return nil, lease.Errorf(lease.CodeInvalidRequest, "hook %q: want %s or %s", hook, GuardHookPreCommit, GuardHookPrePush)
+	if hook != GuardHookPreCommit && hook != GuardHookPrePush && hook != GuardHookCommitMsg {
+		return nil, lease.Errorf(lease.CodeInvalidRequest, "hook %q: want %s, %s or %s", hook, GuardHookPreCommit, GuardHookPrePush, GuardHookCommitMsg)
 	}
 	changed, path, err := a.git.InstallHook(hook, GuardHookMarker, guardSnippet(hook, exe))
 	if err != nil {
@@ -281,15 +318,30 @@ func guardSnippet(hook, exe string) string {
 		"# $LOOPX_AGENT_ID or `git config loopx.agent`. Delete this block to uninstall.\n"
 	skip := "git commit --no-verify"
 	check := "guard check --staged"
-	if hook == GuardHookPrePush {
+	switch hook {
+	case GuardHookPrePush:
 		about = "# Installed by `loopx guard install --pre-push`: refuses the push when a pushed\n" +
-			"# commit changed a path inside the write scope of another agent's task lease\n" +
-			"# that was effective when the commit was made. The agent is the commit's\n" +
-			"# Loopx-Agent trailer, else $LOOPX_AGENT_ID or `git config loopx.agent`, else\n" +
-			"# the author e-mail's local part when it is a registered agent. The refs being\n" +
-			"# pushed come on stdin. Delete this block to uninstall.\n"
+			"# commit does not pass the code fence the server hook applies: a path inside\n" +
+			"# another agent's effective write scope, a Loopx-Lease whose todo has since\n" +
+			"# been held by another agent, or (a store that requires signatures) an\n" +
+			"# unsigned commit into a leased scope. The agent of a commit is its\n" +
+			"# Loopx-Agent trailer. The refs being pushed come on stdin. Delete this block\n" +
+			"# to uninstall.\n"
 		skip = "git push --no-verify"
 		check = "guard check --pre-push"
+	case GuardHookCommitMsg:
+		about = "# Installed by `loopx guard install`: adds to the commit message the trailers\n" +
+			"# the code fence judges it by: Loopx-Agent (inside `loopx run` its owner, else\n" +
+			"# $LOOPX_AGENT_ID or `git config loopx.agent`) and one Loopx-Lease GOAL/TODO@EPOCH\n" +
+			"# per effective lease of that agent covering a changed path. Delete this block\n" +
+			"# to uninstall.\n"
+		return GuardHookMarker + "\n" + about + find +
+			"if ! command -v \"$loopx_bin\" >/dev/null 2>&1; then\n" +
+			"\techo 'loopx guard: loopx is not on PATH: install it, or skip the hook with " + skip + "' >&2\n" +
+			"\texit 1\n" +
+			"fi\n" +
+			"\"$loopx_bin\" guard commit-msg \"$1\" --format text --repo \"$(git rev-parse --show-toplevel)\" >/dev/null || exit $?\n" +
+			"# <<< loopx guard <<<\n"
 	}
 	return GuardHookMarker + "\n" + about + find +
 		"if ! command -v \"$loopx_bin\" >/dev/null 2>&1; then\n" +
@@ -302,8 +354,8 @@ func guardSnippet(hook, exe string) string {
 
 // ---- The push-time guard: guard check --range and the pre-push hook ----
 //
-// Decisions (where the contract is silent; see also lease/guard.go for who
-// the committing agent is):
+// Decisions (where the contract is silent; the judgement itself is the
+// code fence's, fence.go and lease/codefence.go):
 //   - A range is git's A..B: the commits reachable from B and not from A
 //     (merges included), each revision resolved by git (branches, tags,
 //     origin/main, HEAD~3, hashes). A...B and a lone revision are refused
@@ -316,25 +368,22 @@ func guardSnippet(hook, exe string) string {
 //     neither do pushes of the state ref or other refs/loopx/ refs: their
 //     commits are state, not work (`loopx verify` and the server hook judge
 //     those).
-//   - Each commit is judged at its committer time (an amend and a rebase
-//     set it anew, so what was rewritten is judged when it was rewritten),
-//     against the state that was current then: the newest commit of the
-//     state ref's first-parent history whose committer time is not after
-//     it. Leases effective at that time in that state count (so a commit
-//     made before a lease was acquired, or after it ended, passes). The
-//     history is walked once, newest first, for the whole range, and no
-//     further back than the range's oldest commit. A commit older than the
-//     store passes. In remote mode the state is the server's (fetched).
-//   - The paths a commit changed are those gitstore.ChangedPaths reports
-//     (a merge: only what it changed relative to every parent).
+//   - Every commit is judged on the store's current state (in remote mode
+//     the server's head, fetched), as the server hook will judge it when it
+//     lands, never at its own committer time and never as anybody but the
+//     agent its Loopx-Agent trailer names: so the client, CI and the
+//     server give the same verdict. (Before the code fence, each commit was
+//     judged at its committer time, as the agent its author e-mail or this
+//     clone's configuration named: both are written by the client.)
+//   - When the server cannot be reached (remote_unavailable), the check
+//     decides on the last state fetched from it, and says so (stale, with
+//     its age): a push that the server would refuse is refused here too
+//     when the leases known then say so; the server decides for good.
 //   - A repository without a store passes with a note, as guard check does.
 
 // GuardRangeRequest is one push-time check: either Range ("A..B") or the
 // pre-push hook's Updates.
 type GuardRangeRequest struct {
-	// Agent is the configured agent (--agent-id, $LOOPX_AGENT_ID); "" reads
-	// `git config loopx.agent`. A commit's Loopx-Agent trailer comes first.
-	Agent   string
 	Range   string
 	PrePush bool
 	Updates []PushUpdate
@@ -350,42 +399,17 @@ type PushUpdate struct {
 
 // GuardRangeData is the result of guard check --range / --pre-push.
 type GuardRangeData struct {
-	AgentID    string                 `json:"agent_id"`
-	Range      string                 `json:"range,omitempty"`
-	Updates    []PushUpdate           `json:"updates,omitempty"`
-	Commits    []GuardCommit          `json:"commits"`
-	Violations []GuardCommitViolation `json:"violations"`
-	Allowed    bool                   `json:"allowed"`
-	Note       string                 `json:"note,omitempty"`
+	Range   string       `json:"range,omitempty"`
+	Updates []PushUpdate `json:"updates,omitempty"`
+	// StateRevision is the state the commits were judged on; Stale says
+	// it is the last one fetched from an unreachable server.
+	StateRevision string              `json:"state_revision"`
+	Stale         *StaleState         `json:"stale,omitempty"`
+	Commits       []FenceCommit       `json:"commits"`
+	Refused       []lease.CodeRefusal `json:"refused"`
+	Allowed       bool                `json:"allowed"`
+	Note          string              `json:"note,omitempty"`
 }
-
-// GuardCommit is how one commit was judged.
-type GuardCommit struct {
-	Commit string    `json:"commit" yaml:"commit"`
-	Time   time.Time `json:"time" yaml:"time"`
-	// AgentID is who the commit was attributed to ("" nobody); AgentFrom
-	// says how: trailer, agent_id, git_config, author_email, none.
-	AgentID   string `json:"agent_id" yaml:"agent_id"`
-	AgentFrom string `json:"agent_from" yaml:"agent_from"`
-	// StateRevision is the state commit the commit was judged against (""
-	// when it is older than the store).
-	StateRevision string `json:"state_revision" yaml:"state_revision"`
-	Paths         int    `json:"paths" yaml:"paths"`
-	Allowed       bool   `json:"allowed" yaml:"allowed"`
-}
-
-// GuardCommitViolation is one refused path of one commit.
-type GuardCommitViolation struct {
-	Commit               string `json:"commit" yaml:"commit"`
-	AgentID              string `json:"agent_id" yaml:"agent_id"`
-	lease.GuardViolation `yaml:",inline"`
-}
-
-// Sources of the configured agent (GuardCommit.AgentFrom).
-const (
-	agentFromFlag      = "agent_id"
-	agentFromGitConfig = "git_config"
-)
 
 // zeroSHA is what a pre-push line says for a missing side.
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -433,27 +457,13 @@ func truncateText(s string, n int) string {
 	return s
 }
 
-// GuardRange checks every commit of a range (or of a push) against the
-// leases in force when it was made, as the agent that made it, and refuses
-// (write_scope_conflict, naming each commit, path, owner and scope) when a
-// commit changed a path inside a write scope of another agent's lease that
-// was effective then.
+// GuardRange judges every commit of a range (or of a push) with the code
+// fence on the store's current state, and refuses the first refusal's code
+// (write_scope_conflict, stale_epoch, signature_required,
+// signature_invalid) with one line per refusal.
 func (a *Auditor) GuardRange(req GuardRangeRequest) (*loopx.Result[GuardRangeData], error) {
 	if (req.Range != "") == req.PrePush {
 		return nil, lease.Errorf(lease.CodeInvalidRequest, "give either a range (A..B) or the pre-push lines, not both or neither")
-	}
-	agent, agentFrom := req.Agent, agentFromFlag
-	if agent == "" {
-		v, err := a.git.ConfigValue(GuardAgentConfigKey)
-		if err != nil {
-			return nil, storeerr.Map(err)
-		}
-		if v != "" && !lease.ValidAgentID(v) {
-			return nil, lease.Errorf(lease.CodeInvalidAgentID, "git config %s %q is not a valid agent id", GuardAgentConfigKey, v)
-		}
-		agent, agentFrom = v, agentFromGitConfig
-	} else if err := lease.CheckAgentID("agent id", agent); err != nil {
-		return nil, err
 	}
 	var commits []gitstore.Hash
 	var err error
@@ -465,162 +475,46 @@ func (a *Auditor) GuardRange(req GuardRangeRequest) (*loopx.Result[GuardRangeDat
 	if err != nil {
 		return nil, err
 	}
-	head, err := a.repo.Head(context.Background())
+	head, stale, err := a.stateHead()
 	if err != nil {
-		return nil, storeerr.Map(err)
+		return nil, err
 	}
-	data := &GuardRangeData{AgentID: agent, Range: req.Range, Updates: req.Updates,
-		Commits: []GuardCommit{}, Violations: []GuardCommitViolation{}, Allowed: true}
+	data := &GuardRangeData{Range: req.Range, Updates: req.Updates, StateRevision: records.Rev(head), Stale: stale,
+		Commits: []FenceCommit{}, Refused: []lease.CodeRefusal{}, Allowed: true}
 	env := loopx.Envelope{Operation: "guard.check", CurrentRevision: records.Rev(head)}
 	if len(commits) == 0 {
 		data.Note = "no commits to check"
 		return loopx.NewResult(a.s, env, time.Time{}, *data), nil
 	}
-	headSn, err := a.git.Snapshot(head)
+	sn, err := a.git.Snapshot(head)
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	if _, err := lease.RequireStore(a.derived.View(headSn)); err != nil {
+	if _, err := lease.RequireStore(a.derived.View(sn)); err != nil {
 		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
 			data.Note = "no loopx store in this repository: nothing to check"
 			return loopx.NewResult(a.s, env, time.Time{}, *data), nil
 		}
 		return nil, storeerr.Map(err)
 	}
-	facts := make([]*gitstore.CommitFacts, len(commits))
-	times := make([]time.Time, len(commits))
-	for i, h := range commits {
-		if facts[i], err = a.git.ReadCommitFacts(h); err != nil {
-			return nil, storeerr.Map(err)
-		}
-		times[i] = facts[i].CommitterTime
-	}
-	states, err := statesAt(a.git, head, times)
+	res, err := a.fence(sn, commits, lease.Now(a.s.Now(), sn.Time()))
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
-	views := map[gitstore.Hash]*guardState{}
-	leaseDirs := map[gitstore.Hash][]*lease.Lease{} // by the lease folder's tree
-	for i, f := range facts {
-		gc := GuardCommit{Commit: f.Hash.String(), Time: f.CommitterTime.UTC(), Allowed: true}
-		var st *guardState
-		if !states[i].IsZero() {
-			if st = views[states[i]]; st == nil {
-				if st, err = a.guardStateAt(states[i], leaseDirs); err != nil {
-					return nil, err
-				}
-				views[states[i]] = st
-			}
-			gc.StateRevision = states[i].String()
+	data.Commits, data.Refused = res.commits, res.refused
+	data.Allowed = len(res.refused) == 0
+	if !data.Allowed {
+		where := "the push"
+		if req.Range != "" {
+			where = "range " + req.Range
 		}
-		var v *lease.View
-		if st != nil {
-			v = st.view
+		e := fenceError(res.refused, where).With("commits_checked", len(res.commits)).With("commits", res.commits).With("state_revision", data.StateRevision)
+		if stale != nil {
+			e.With("stale", stale)
 		}
-		var aerr error
-		gc.AgentID, gc.AgentFrom, aerr = lease.CommitAgent(v, f.Message, f.AuthorEmail, agent, agentFrom)
-		if aerr != nil {
-			if e, ok := lease.AsError(aerr); ok && e.Code == lease.CodeInvalidAgentID {
-				return nil, lease.Errorf(e.Code, "commit %s: %s", shortRev(f.Hash), e.Message).With("commit", f.Hash.String())
-			}
-			return nil, storeerr.Map(aerr)
-		}
-		paths, err := a.git.ChangedPaths(f.Hash)
-		if err != nil {
-			return nil, storeerr.Map(err)
-		}
-		gc.Paths = len(paths)
-		if st != nil && len(st.goals) > 0 {
-			vs, err := lease.GuardCheckLeases(st.view, st.goals, st.leases, gc.AgentID, paths, f.CommitterTime)
-			if err != nil {
-				return nil, storeerr.Map(err)
-			}
-			for _, x := range vs {
-				data.Violations = append(data.Violations, GuardCommitViolation{Commit: gc.Commit, AgentID: gc.AgentID, GuardViolation: x})
-			}
-			gc.Allowed = len(vs) == 0
-		}
-		data.Commits = append(data.Commits, gc)
-	}
-	if len(data.Violations) > 0 {
-		return nil, guardRangeError(data)
+		return nil, e
 	}
 	return loopx.NewResult(a.s, env, time.Time{}, *data), nil
-}
-
-// guardState is the state one or more commits are judged against.
-type guardState struct {
-	view   *lease.View // nil: not a store at that commit
-	goals  []string    // the goals holding any lease record
-	leases func(goal string) ([]*lease.Lease, error)
-}
-
-// guardStateAt opens the state at rev. The lease records of a goal are
-// decoded once per distinct lease folder (leaseDirs, by its tree's name):
-// state commits that did not touch a goal's leases share them.
-func (a *Auditor) guardStateAt(rev gitstore.Hash, leaseDirs map[gitstore.Hash][]*lease.Lease) (*guardState, error) {
-	sn, err := a.git.Snapshot(rev)
-	if err != nil {
-		return nil, storeerr.Map(err)
-	}
-	v := a.derived.View(sn)
-	leases := func(goal string) ([]*lease.Lease, error) {
-		h, err := sn.DirHash(lease.LeasesDir(goal))
-		if err != nil || h.IsZero() {
-			return v.Leases(goal)
-		}
-		if ls, ok := leaseDirs[h]; ok {
-			return ls, nil
-		}
-		ls, err := v.Leases(goal)
-		if err == nil {
-			leaseDirs[h] = ls
-		}
-		return ls, err
-	}
-	if _, err := lease.RequireStore(v); err != nil {
-		if e, ok := lease.AsError(err); ok && e.Code == lease.CodeStoreNotInitialized {
-			return &guardState{}, nil
-		}
-		return nil, storeerr.Map(err)
-	}
-	goals, err := lease.GuardGoals(v)
-	if err != nil {
-		return nil, storeerr.Map(err)
-	}
-	return &guardState{view: v, goals: goals, leases: leases}, nil
-}
-
-// historyWalker is the part of gitstore.Store that statesAt needs.
-type historyWalker interface {
-	FirstParentTimes(from gitstore.Hash, fn func(h gitstore.Hash, committed time.Time) (bool, error)) error
-}
-
-// statesAt returns, for each time, the first commit of head's first-parent
-// history (walked newest first) whose committer time is not after it:
-// the state in force at that time (ZeroHash: none, older than the store).
-// The history is walked once, and only as far back as the oldest time.
-func statesAt(w historyWalker, head gitstore.Hash, times []time.Time) ([]gitstore.Hash, error) {
-	out := make([]gitstore.Hash, len(times))
-	order := make([]int, len(times))
-	for i := range order {
-		order[i] = i
-	}
-	// Newest time first: each state commit of the walk takes the pending
-	// times at or after its own, a prefix of the pending ones.
-	slices.SortStableFunc(order, func(a, b int) int { return times[b].Compare(times[a]) })
-	next := 0
-	if len(order) == 0 || head.IsZero() {
-		return out, nil
-	}
-	err := w.FirstParentTimes(head, func(h gitstore.Hash, committed time.Time) (bool, error) {
-		for next < len(order) && !times[order[next]].Before(committed) {
-			out[order[next]] = h
-			next++
-		}
-		return next < len(order), nil
-	})
-	return out, err
 }
 
 func shortRev(h gitstore.Hash) string { return h.String()[:12] }
@@ -685,38 +579,4 @@ func (a *Auditor) pushedCommits(ups []PushUpdate) ([]gitstore.Hash, error) {
 		}
 	}
 	return out, nil
-}
-
-// guardRangeError is the refusal of a range: the message names the first
-// refused commit, its path, the lease's owner and scope; the details list
-// every violation, the refused commits (refused_commits: their names;
-// refused: how each was judged) and each lease once.
-func guardRangeError(d *GuardRangeData) *lease.Error {
-	f := d.Violations[0]
-	who := f.AgentID
-	if who == "" {
-		who = "an unidentified agent (no Loopx-Agent trailer, --agent-id, LOOPX_AGENT_ID, git config loopx.agent, or registered author e-mail)"
-	}
-	msg := fmt.Sprintf("commit %s by %s: %s is inside %s held by %s on %s (goal %s) when it was made",
-		f.Commit[:12], who, f.Path, f.Scope, f.Owner, f.TodoID, f.Goal)
-	var refused []string
-	vs := make([]lease.GuardViolation, len(d.Violations))
-	for i, v := range d.Violations {
-		if !slices.Contains(refused, v.Commit) {
-			refused = append(refused, v.Commit)
-		}
-		vs[i] = v.GuardViolation
-	}
-	if n := len(d.Violations) - 1; n > 0 {
-		msg += fmt.Sprintf(" (and %d more in %d refused commit(s), see violations)", n, len(refused))
-	}
-	var refusedCommits []GuardCommit
-	for _, c := range d.Commits {
-		if !c.Allowed {
-			refusedCommits = append(refusedCommits, c)
-		}
-	}
-	return lease.Errorf(lease.CodeWriteScopeConflict, "%s", msg).
-		With("violations", d.Violations).With("refused_commits", refused).With("conflicts", conflictsOf(vs)).
-		With("commits_checked", len(d.Commits)).With("refused", refusedCommits)
 }

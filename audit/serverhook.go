@@ -82,18 +82,97 @@ func ParseReceiveUpdates(r io.Reader) ([]ReceiveUpdate, error) {
 // ServerHookRequest is one run of the pre-receive check.
 type ServerHookRequest struct {
 	// Refs are the state refs to check (default: the store's ref).
-	Refs    []string
-	Updates []ReceiveUpdate
+	Refs []string
+	// CodeRefs are the patterns of the code refs the code fence guards
+	// (fence.go; default DefaultCodeRefs, none when CodeRefsOff).
+	CodeRefs    []string
+	CodeRefsOff bool
+	Updates     []ReceiveUpdate
 	// Now is the server's clock (default: the store's clock).
 	Now time.Time
 }
 
+// DefaultCodeRefs are the code refs the server hook guards unless told
+// otherwise: every branch.
+var DefaultCodeRefs = []string{"refs/heads/*"}
+
 // ServerHookData is the result of server-hook pre-receive.
 type ServerHookData struct {
-	Refs []string `json:"refs"`
-	// Checked counts the new commits checked (state and board).
-	Checked int             `json:"checked_commits"`
-	Refused []ServerRefusal `json:"refused"`
+	Refs     []string `json:"refs"`
+	CodeRefs []string `json:"code_refs"`
+	// Checked counts the new commits of the state refs checked (state and
+	// board); CodeChecked the new commits of code refs the fence judged.
+	Checked     int             `json:"checked_commits"`
+	CodeChecked int             `json:"checked_code_commits"`
+	Refused     []ServerRefusal `json:"refused"`
+}
+
+// RefMatches reports whether ref matches a code-ref pattern: the pattern
+// itself, or with one '*' any text (slashes included, as in a refspec) in
+// its place.
+func RefMatches(pattern, ref string) bool {
+	before, after, star := strings.Cut(pattern, "*")
+	if !star {
+		return pattern == ref
+	}
+	return len(ref) >= len(before)+len(after) && strings.HasPrefix(ref, before) && strings.HasSuffix(ref, after)
+}
+
+// checkCodeRefs judges, with the code fence, the commits the updates of
+// guarded code refs bring that the server did not have, on the state ref
+// as it stands (the server's head, before this push), at the server's
+// clock. A deleted ref brings nothing. A commit several updates bring is
+// judged once, under the first ref that brings it.
+func (a *Auditor) checkCodeRefs(ups []ReceiveUpdate, patterns []string, now time.Time, d *ServerHookData) error {
+	var guarded []ReceiveUpdate
+	for _, u := range ups {
+		if u.New.IsZero() || strings.HasPrefix(u.Ref, "refs/loopx/") {
+			continue
+		}
+		for _, p := range patterns {
+			if RefMatches(p, u.Ref) {
+				guarded = append(guarded, u)
+				break
+			}
+		}
+	}
+	if len(guarded) == 0 {
+		return nil
+	}
+	head, err := a.git.Head()
+	if err != nil || head.IsZero() {
+		return err // no store on this server: nothing is leased
+	}
+	sn, err := a.git.Snapshot(head)
+	if err != nil {
+		return err
+	}
+	seen := map[gitstore.Hash]bool{}
+	for _, u := range guarded {
+		news, err := a.git.RevListNew([]gitstore.Hash{u.New})
+		if err != nil {
+			return err
+		}
+		var fresh []gitstore.Hash
+		for _, h := range news {
+			if !seen[h] {
+				seen[h] = true
+				fresh = append(fresh, h)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		res, err := a.fence(sn, fresh, now)
+		if err != nil {
+			return err
+		}
+		d.CodeChecked += len(fresh)
+		for _, r := range res.refused {
+			d.Refused = append(d.Refused, ServerRefusal{Revision: r.Revision, Ref: u.Ref, Code: string(r.Code), Message: r.Message})
+		}
+	}
+	return nil
 }
 
 // ServerRefusal is one refused commit (its line is what the hook prints,
@@ -113,7 +192,14 @@ func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[Ser
 	if now.IsZero() {
 		now = a.s.Now()
 	}
-	d := &ServerHookData{Refs: refs, Refused: []ServerRefusal{}}
+	codeRefs := req.CodeRefs
+	if len(codeRefs) == 0 && !req.CodeRefsOff {
+		codeRefs = DefaultCodeRefs
+	}
+	if req.CodeRefsOff {
+		codeRefs = []string{}
+	}
+	d := &ServerHookData{Refs: refs, CodeRefs: codeRefs, Refused: []ServerRefusal{}}
 	boards := &historyBoards{a: a, models: map[string]*historyModel{}, saved: true}
 	for _, u := range req.Updates {
 		if !slices.Contains(refs, u.Ref) {
@@ -124,6 +210,9 @@ func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[Ser
 		}
 	}
 	boards.save()
+	if err := a.checkCodeRefs(req.Updates, codeRefs, now, d); err != nil {
+		return nil, storeerr.Map(err)
+	}
 	res := &loopx.Result[ServerHookData]{Envelope: loopx.Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
 	if len(d.Refused) == 0 {
 		return res, nil
@@ -243,10 +332,11 @@ func (a *Auditor) checkClockBound(c gitstore.CommitMeta, now time.Time, which st
 
 // ServerHookInstallData is the result of server-hook install.
 type ServerHookInstallData struct {
-	Hook    string   `json:"hook"`
-	Refs    []string `json:"refs"`
-	Changed bool     `json:"changed"`
-	Loopx   string   `json:"loopx"`
+	Hook     string   `json:"hook"`
+	Refs     []string `json:"refs"`
+	CodeRefs []string `json:"code_refs"`
+	Changed  bool     `json:"changed"`
+	Loopx    string   `json:"loopx"`
 }
 
 // ServerHookInstall writes loopx's block into the repository's pre-receive
@@ -255,16 +345,24 @@ type ServerHookInstallData struct {
 // block runs `exe server-hook pre-receive --ref R...` (exe: this loopx by
 // its absolute path, else `loopx` on PATH). A push to a state ref while
 // loopx cannot be found is refused: the check fails closed.
-func (a *Auditor) ServerHookInstall(refs []string, exe string) (*loopx.Result[ServerHookInstallData], error) {
+func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string) (*loopx.Result[ServerHookInstallData], error) {
 	if len(refs) == 0 {
 		refs = []string{a.git.Ref()}
 	}
 	for _, r := range refs {
-		if !strings.HasPrefix(r, "refs/") || strings.ContainsAny(r, " \t\n'\"\\$`") {
+		if !strings.HasPrefix(r, "refs/") || strings.ContainsAny(r, " \t\n'\"\\$`*") {
 			return nil, lease.Errorf(lease.CodeInvalidRequest, "--ref %q: want a full ref name (refs/...)", r).With("field", "ref")
 		}
 	}
-	changed, path, err := a.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, exe))
+	if codeRefs == nil {
+		codeRefs = DefaultCodeRefs
+	}
+	for _, r := range codeRefs {
+		if !strings.HasPrefix(r, "refs/") || strings.Count(r, "*") > 1 || strings.ContainsAny(r, " \t\n'\"\\$`") {
+			return nil, lease.Errorf(lease.CodeInvalidRequest, "--code-refs %q: want a ref pattern (refs/..., at most one *)", r).With("field", "code_refs")
+		}
+	}
+	changed, path, err := a.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, codeRefs, exe))
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
@@ -272,11 +370,11 @@ func (a *Auditor) ServerHookInstall(refs []string, exe string) (*loopx.Result[Se
 		exe = "loopx"
 	}
 	return &loopx.Result[ServerHookInstallData]{Envelope: loopx.Envelope{Operation: "server-hook.install"},
-		Data: ServerHookInstallData{Hook: path, Refs: refs, Changed: changed, Loopx: exe}}, nil
+		Data: ServerHookInstallData{Hook: path, Refs: refs, CodeRefs: codeRefs, Changed: changed, Loopx: exe}}, nil
 }
 
 // serverHookSnippet is loopx's block in a server's pre-receive hook.
-func serverHookSnippet(refs []string, exe string) string {
+func serverHookSnippet(refs, codeRefs []string, exe string) string {
 	find := "loopx_bin=loopx\n"
 	if exe != "" {
 		find = "loopx_bin=" + shellQuote(exe) + "\n" +
@@ -286,12 +384,22 @@ func serverHookSnippet(refs []string, exe string) string {
 	for _, r := range refs {
 		args += " --ref " + shellQuote(r)
 	}
+	if len(codeRefs) == 0 {
+		args += " --code-refs ''"
+	}
+	for _, r := range codeRefs {
+		args += " --code-refs " + shellQuote(r)
+	}
 	return ServerHookMarker + "\n" +
 		"# Installed by `loopx server-hook install`: refuses a push to the loopx state ref\n" +
 		"# unless every new commit is a fast-forward, re-verifies (verify --history), is\n" +
 		"# dated within the store's clock-skew bound of this server's clock and, in a\n" +
-		"# store that requires signatures, is signed by its agent's registered key.\n" +
-		"# Pushes to other refs are not checked. Delete this block to uninstall.\n" +
+		"# store that requires signatures, is signed by its agent's registered key; and a\n" +
+		"# push to a guarded code ref (--code-refs) unless every commit it brings passes\n" +
+		"# the code fence: no path inside another agent's effective write scope, no\n" +
+		"# Loopx-Lease of an epoch since held by another agent, and in a signing store a\n" +
+		"# signature by its agent's key on a commit into a leased scope.\n" +
+		"# Delete this block to uninstall.\n" +
 		find +
 		"if ! command -v \"$loopx_bin\" >/dev/null 2>&1; then\n" +
 		"\techo 'loopx server-hook: loopx is not installed on this server: refusing the push (the check fails closed)' >&2\n" +

@@ -132,6 +132,35 @@ func (s *Store) RevList(include, exclude []Hash, notRemoteTracking bool) ([]Hash
 	return hs, nil
 }
 
+// RevListNew returns the commits reachable from include and from no ref of
+// the repository (git's `rev-list INCLUDE... --not --all`), parents first:
+// in a pre-receive hook, the commits a push brings that the server did not
+// have (its refs are still the old ones while the hook runs).
+func (s *Store) RevListNew(include []Hash) ([]Hash, error) {
+	if len(include) == 0 {
+		return nil, nil
+	}
+	args := []string{"rev-list", "--topo-order", "--reverse"}
+	for _, h := range include {
+		args = append(args, h.String())
+	}
+	out, err := s.gitOut(append(args, "--not", "--all")...)
+	if err != nil {
+		return nil, err
+	}
+	var hs []Hash
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if !isHexHash(line) {
+			return nil, fmt.Errorf("gitstore: git rev-list printed %q", truncate(line, 80))
+		}
+		hs = append(hs, ParseHash(line))
+	}
+	return hs, nil
+}
+
 func isHexHash(s string) bool {
 	if len(s) != 40 {
 		return false

@@ -256,3 +256,25 @@ func (s *Store) HeadCommit(ref string) (CommitMeta, bool, error) {
 	err = s.Log(h, func(c CommitMeta) (bool, error) { out = c; return false, nil })
 	return out, err == nil, err
 }
+
+// AddTrailers adds trailers ("Key: value") to the commit message in file,
+// as `git interpret-trailers --in-place` does (git's own rules for where a
+// trailer block starts, comment lines, and existing trailers): a trailer
+// whose key replace names takes the place of any of that key, every other
+// one is added unless the same key and value are there already.
+func (s *Store) AddTrailers(file string, replace map[string]bool, trailers []string) error {
+	if len(trailers) == 0 {
+		return nil
+	}
+	args := []string{"interpret-trailers", "--in-place"}
+	for _, t := range trailers {
+		key, _, _ := strings.Cut(t, ":")
+		mode := "addIfDifferent"
+		if replace[key] {
+			mode = "replace"
+		}
+		args = append(args, "--if-exists", mode, "--if-missing", "add", "--trailer", t)
+	}
+	_, err := s.gitOut(append(args, file)...)
+	return err
+}

@@ -58,9 +58,9 @@ const TrailerLease = "Loopx-Lease"
 
 // LeaseRef is one Loopx-Lease trailer.
 type LeaseRef struct {
-	Goal  string `json:"goal_id"`
-	Todo  string `json:"todo_id"`
-	Epoch int64  `json:"epoch"`
+	Goal  string `json:"goal_id" yaml:"goal_id"`
+	Todo  string `json:"todo_id" yaml:"todo_id"`
+	Epoch int64  `json:"epoch" yaml:"epoch"`
 }
 
 func (r LeaseRef) String() string {
@@ -124,10 +124,10 @@ func trailerValues(msg, key string) []string {
 
 // CodePath is one path a code commit changes.
 type CodePath struct {
-	Path string `json:"path"`
+	Path string `json:"path" yaml:"path"`
 	// LinkTarget is, for a symlink the commit writes, the repository path
 	// it points at ("" otherwise; see LinkTarget).
-	LinkTarget string `json:"link_target,omitempty"`
+	LinkTarget string `json:"link_target,omitempty" yaml:"link_target,omitempty"`
 }
 
 // LinkTarget resolves a symlink at repository path link whose content is
@@ -159,16 +159,16 @@ type CodeCommit struct {
 
 // CodeRefusal is one refused commit.
 type CodeRefusal struct {
-	Revision string `json:"revision"`
-	Code     Code   `json:"code"`
-	Path     string `json:"path,omitempty"`
-	Agent    string `json:"agent,omitempty"`
-	Goal     string `json:"goal_id,omitempty"`
-	Todo     string `json:"todo_id,omitempty"`
-	Owner    string `json:"owner,omitempty"`
-	Scope    string `json:"scope,omitempty"`
-	Epoch    int64  `json:"epoch,omitempty"`
-	Message  string `json:"message"`
+	Revision string `json:"revision" yaml:"revision"`
+	Code     Code   `json:"code" yaml:"code"`
+	Path     string `json:"path,omitempty" yaml:"path,omitempty"`
+	Agent    string `json:"agent,omitempty" yaml:"agent,omitempty"`
+	Goal     string `json:"goal_id,omitempty" yaml:"goal_id,omitempty"`
+	Todo     string `json:"todo_id,omitempty" yaml:"todo_id,omitempty"`
+	Owner    string `json:"owner,omitempty" yaml:"owner,omitempty"`
+	Scope    string `json:"scope,omitempty" yaml:"scope,omitempty"`
+	Epoch    int64  `json:"epoch,omitempty" yaml:"epoch,omitempty"`
+	Message  string `json:"message" yaml:"message"`
 }
 
 // CodeFence is the state code commits are judged on: the store's records
@@ -357,4 +357,55 @@ func (f *CodeFence) signature(c CodeCommit, agent string, folded []string, orig 
 			Message: fmt.Sprintf("%s is inside a leased scope: %s, not by %s's registered key", inside, why, agent)}, true, nil
 	}
 	return CodeRefusal{}, false, nil
+}
+
+// LeasesCovering lists the effective leases of agent (every goal) whose
+// write scopes cover one of paths (case folded, as the fence matches), as
+// the Loopx-Lease trailers of a commit of those paths name them, sorted.
+func LeasesCovering(v *View, agent string, paths []string, now time.Time) ([]LeaseRef, error) {
+	if agent == "" || len(paths) == 0 {
+		return nil, nil
+	}
+	goals, err := GuardGoals(v)
+	if err != nil {
+		return nil, err
+	}
+	folded := make([]string, len(paths))
+	for i, p := range paths {
+		folded[i] = strings.ToLower(p)
+	}
+	var out []LeaseRef
+	for _, g := range goals {
+		leases, err := v.Leases(g)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range leases {
+			if l.Owner != agent || l.Status != LeaseActive || !now.Before(l.ExpiresAt) || !coversAny(l.WriteScopes, folded) {
+				continue
+			}
+			eff, err := leaseIsEffective(v, g, l, now)
+			if err != nil {
+				return nil, err
+			}
+			if eff {
+				out = append(out, LeaseRef{Goal: g, Todo: l.TodoID, Epoch: l.Epoch})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b LeaseRef) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
+}
+
+// coversAny reports whether a scope (folded) covers a folded path.
+func coversAny(scopes, folded []string) bool {
+	for _, s := range scopes {
+		ls := strings.ToLower(s)
+		for _, p := range folded {
+			if ScopeCovers(ls, p) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -347,6 +347,9 @@ func (r *Remote) noteFetched(head gitstore.Hash) {
 	_ = r.git.WriteSideFile(r.remoteStateFile(".json"), data, false) // advisory: the age of an offline view
 }
 
+// LastFetched is when the server's head was last seen (zero: never).
+func (r *Remote) LastFetched() time.Time { return r.lastFetched() }
+
 // lastFetched is when the server's head was last seen (zero: never).
 func (r *Remote) lastFetched() time.Time {
 	data, err := r.git.ReadSideFile(r.remoteStateFile(".json"))

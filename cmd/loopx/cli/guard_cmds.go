@@ -19,17 +19,28 @@ func guardCmd(e *env) *cobra.Command {
 another agent's effective task lease. ` + "`loopx guard install`" + ` adds the check to the
 repository's pre-commit hook; ` + "`loopx guard check`" + ` runs it by hand.
 
-` + "`loopx guard install --pre-push`" + ` and ` + "`loopx guard check --range A..B`" + ` check what is
-pushed instead: every commit of the range, each against the leases in force
-when it was made (its committer time), as the agent that made it. Amended,
-rebased and --no-verify commits are covered, since the check is on the commits
-themselves, not on what was staged.
+` + "`loopx guard install`" + ` also installs a commit-msg hook (` + "`loopx guard commit-msg`" + `) that
+adds to each commit the Loopx-Agent trailer of its agent and one Loopx-Lease
+GOAL/TODO@EPOCH trailer per effective lease of that agent covering a changed
+path (inside ` + "`loopx run`" + `, the lease run holds): the code fence of the server
+hook judges commits by them.
 
-The acting agent is --agent-id, else $LOOPX_AGENT_ID, else ` + "`git config loopx.agent`" + `
-(for a pushed commit, its Loopx-Agent trailer comes first, and the author
-e-mail's local part last, when it is a registered agent). An agent whose own
-effective lease covers a path may commit it. Every goal of the store is
-checked. A repository without a loopx store always passes.`,
+` + "`loopx guard install --pre-push`" + ` and ` + "`loopx guard check --range A..B`" + ` check what is
+pushed instead, with the same judgement the server hook makes (the code
+fence): every commit of the range, on the store's current state, as the agent
+its Loopx-Agent trailer names: a path inside another agent's effective scope
+is write_scope_conflict, a Loopx-Lease whose todo has since been held by
+another agent is stale_epoch, and in a store that requires signatures an
+unsigned commit into a leased scope is signature_required. Amended, rebased
+and --no-verify commits are covered, since the check is on the commits
+themselves.
+
+At commit time (--staged, PATHs) the acting agent is --agent-id, else
+$LOOPX_AGENT_ID, else ` + "`git config loopx.agent`" + `. An agent whose own effective lease
+covers a path may commit it. Every goal of the store is checked. A repository
+without a loopx store always passes. When the store's server cannot be
+reached, the guard decides on the last state fetched from it and says so
+(stale, with its age) instead of refusing every commit.`,
 		Example: "  loopx guard install\n  loopx guard install --pre-push\n  loopx guard check --agent-id agent-b --staged\n  loopx guard check --range origin/main..HEAD",
 	}
 	var prePushHook bool
@@ -37,8 +48,10 @@ checked. A repository without a loopx store always passes.`,
 		Use:   "install [--pre-push]",
 		Short: "Install the pre-commit (or pre-push) hook, chained after any existing hook",
 		Long: `install writes loopx's block into the pre-commit hook of the repository
-(core.hooksPath respected), or with --pre-push into the pre-push hook, which
-checks every commit being pushed (` + "`loopx guard check --pre-push`" + `). An existing
+(core.hooksPath respected) and into its commit-msg hook (` + "`loopx guard commit-msg`" + `,
+which adds the Loopx-Agent and Loopx-Lease trailers the code fence judges a
+commit by), or with --pre-push into the pre-push hook, which checks every
+commit being pushed (` + "`loopx guard check --pre-push`" + `). An existing
 hook is never overwritten: it is kept as <hook>.loopx-chained and runs first
 (a pre-push hook gets the same stdin); when it fails, git stops there. Running
 install again changes nothing. The hook calls this loopx executable by its
@@ -47,11 +60,12 @@ absolute path while it exists, else ` + "`loopx`" + ` on PATH.`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			exe := hookExecutable()
-			hook := audit.GuardHookPreCommit
 			if prePushHook {
-				hook = audit.GuardHookPrePush
+				return e.run(func(s *loopx.Store) (loopx.Reply, error) {
+					return audit.New(s).GuardInstallHook(audit.GuardHookPrePush, exe)
+				})
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardInstallHook(hook, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardInstall(exe) })
 		},
 	}
 	install.Flags().BoolVar(&prePushHook, "pre-push", false, "install the pre-push hook (checks every pushed commit) instead of the pre-commit hook")
@@ -66,11 +80,10 @@ the expiry. PATHs are relative to the top of the working tree; --staged checks
 the paths staged for the next commit (what the pre-commit hook runs).
 
 --range A..B checks every commit reachable from B and not from A (git's
-meaning of A..B), each against the leases in force at its committer time (the
-state ref's history then) and as the agent that made it: its Loopx-Agent
-trailer, else --agent-id / $LOOPX_AGENT_ID / git config loopx.agent, else its
-author e-mail's local part when that is a registered agent. A refusal names
-the commit, the path, the lease's owner and scope. --pre-push reads the lines
+meaning of A..B) with the code fence: on the store's current state, as the
+agent its Loopx-Agent trailer names (no trailer: nobody's, so every effective
+lease is another agent's). Each refusal is one line naming the commit, its
+code and why. --pre-push reads the lines
 git hands a pre-push hook on stdin and checks the commits each ref would send
 (for a new branch: those on no remote-tracking branch); this is what the
 hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
@@ -92,11 +105,11 @@ hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
 			if c.Flags().Changed("range") && rangeArg == "" {
 				return usageError("--range needs A..B")
 			}
-			if agent == "" {
-				agent = os.Getenv("LOOPX_AGENT_ID")
-			}
 			if rangeArg != "" || prePush {
-				req := audit.GuardRangeRequest{Agent: agent, Range: rangeArg, PrePush: prePush}
+				if agent != "" {
+					return usageError("--agent-id has no effect with --range or --pre-push: a pushed commit is its Loopx-Agent trailer's (see `%s --help`)", c.CommandPath()).With("flag", "agent-id")
+				}
+				req := audit.GuardRangeRequest{Range: rangeArg, PrePush: prePush}
 				if prePush {
 					if isTerminal(os.Stdin) {
 						return usageError("--pre-push reads the lines git hands a pre-push hook on stdin; for a range by hand use --range A..B")
@@ -109,14 +122,49 @@ hook installed by ` + "`loopx guard install --pre-push`" + ` runs.`,
 				}
 				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardRange(req) })
 			}
+			if agent == "" {
+				agent = os.Getenv("LOOPX_AGENT_ID")
+			}
 			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).GuardCheck(agent, staged, args) })
 		},
 	}
-	check.Flags().StringVar(&agent, "agent-id", "", "the committing agent (default $LOOPX_AGENT_ID, else git config loopx.agent)")
+	check.Flags().StringVar(&agent, "agent-id", "", "with --staged or PATHs: the committing agent (default $LOOPX_AGENT_ID, else git config loopx.agent)")
 	check.Flags().BoolVar(&staged, "staged", false, "check the paths staged for the next commit")
 	check.Flags().StringVar(&rangeArg, "range", "", "check every commit of A..B (reachable from B, not from A)")
 	check.Flags().BoolVar(&prePush, "pre-push", false, "check the commits of a push, read as the pre-push hook's stdin lines")
-	c.AddCommand(install, check)
+	var msgAgent string
+	commitMsg := &cobra.Command{
+		Use:   "commit-msg FILE",
+		Short: "Add the Loopx-Agent and Loopx-Lease trailers to a commit message (the commit-msg hook)",
+		Long: `commit-msg adds to the commit message in FILE (what git hands a commit-msg hook)
+the trailers the code fence judges the commit by: Loopx-Agent, the committing
+agent (inside ` + "`loopx run`" + ` its owner; else --agent-id, $LOOPX_AGENT_ID or
+` + "`git config loopx.agent`" + `), and one Loopx-Lease: GOAL/TODO@EPOCH for each effective
+lease of that agent whose write scope covers a staged path (inside ` + "`loopx run`" + `,
+the lease it holds in any case). It reads the store as this clone last saw it
+(never the network) and adds nothing when no agent is configured.`,
+		Example: "  loopx guard commit-msg .git/COMMIT_EDITMSG",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("commit-msg takes one argument, the commit message file (see `%s --help`)", c.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			run, err := audit.ParseRunLease(os.Getenv)
+			if err != nil {
+				return err
+			}
+			agent := msgAgent
+			if agent == "" {
+				agent = os.Getenv("LOOPX_AGENT_ID")
+			}
+			req := audit.CommitMsgRequest{File: args[0], Agent: agent, Run: run}
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).CommitMsg(req) })
+		},
+	}
+	commitMsg.Flags().StringVar(&msgAgent, "agent-id", "", "the committing agent (default $LOOPX_AGENT_ID, else git config loopx.agent; inside loopx run, its owner)")
+	c.AddCommand(install, check, commitMsg)
 	return c
 }
 

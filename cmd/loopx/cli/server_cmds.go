@@ -64,7 +64,7 @@ of the server's clock and, in a store that requires signatures, is signed by
 the key its acting agent registered. See docs/SERVER.md.`,
 		Example: "  loopx server-hook install --repo /srv/git/project.git\n  loopx server-hook install --repo project.git --ref refs/loopx/state --ref refs/heads/loopx",
 	}
-	var refs []string
+	var refs, codeRefs []string
 	var exe string
 	install := &cobra.Command{
 		Use:   "install",
@@ -76,19 +76,31 @@ the push is refused there. Running install again changes nothing. The hook
 calls this loopx by its absolute path (--loopx PATH names another one, e.g. the
 path inside a Git server's container), else ` + "`loopx`" + ` on PATH; when none is found
 it refuses the push. --ref names the state refs to check (default: the store's
-ref, refs/loopx/state); pushes to other refs are not checked.`,
+ref, refs/loopx/state). --code-refs names the code refs whose pushes the code
+fence judges (default refs/heads/*: every branch; --code-refs '' turns it off):
+each commit a push brings that the server did not have is judged on the
+server's state ref as it stands, at the server's clock, never by its own dates:
+a path inside another agent's effective write scope is write_scope_conflict, a
+Loopx-Lease whose todo has since been held by another agent is stale_epoch, and
+in a store that requires signatures a commit into a leased scope must be signed
+by its Loopx-Agent's registered key. Tags and other refs are not judged.`,
 		Example: "  loopx server-hook install --repo /srv/git/project.git\n  loopx server-hook install --repo project.git --loopx /usr/local/bin/loopx",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if exe == "" {
 				exe = hookExecutable()
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).ServerHookInstall(refs, exe) })
+			var code []string
+			if c.Flags().Changed("code-refs") {
+				code = nonEmpty(codeRefs)
+			}
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).ServerHookInstall(refs, code, exe) })
 		},
 	}
 	install.Flags().StringArrayVar(&refs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")
+	install.Flags().StringArrayVar(&codeRefs, "code-refs", nil, "a pattern of code refs whose pushes the code fence judges (repeatable; default refs/heads/*; '' guards none)")
 	install.Flags().StringVar(&exe, "loopx", "", "the loopx executable the hook runs (default: this one)")
-	var checkRefs []string
+	var checkRefs, checkCodeRefs []string
 	preReceive := &cobra.Command{
 		Use:   "pre-receive [--ref REF]...",
 		Short: "Check a push: git's pre-receive lines on stdin (what the installed hook runs)",
@@ -113,7 +125,12 @@ then it exits non-zero and git refuses the whole push.`,
 				return err
 			}
 			defer s.Close()
-			res, err := audit.New(s).ServerHookPreReceive(audit.ServerHookRequest{Refs: checkRefs, Updates: ups})
+			req := audit.ServerHookRequest{Refs: checkRefs, Updates: ups}
+			if c.Flags().Changed("code-refs") {
+				req.CodeRefs = nonEmpty(checkCodeRefs)
+				req.CodeRefsOff = len(req.CodeRefs) == 0
+			}
+			res, err := audit.New(s).ServerHookPreReceive(req)
 			if err != nil {
 				le, ok := lease.AsError(err)
 				refused, _ := le.Details["refused"].([]audit.ServerRefusal)
@@ -125,7 +142,11 @@ then it exits non-zero and git refuses the whole push.`,
 				for _, r := range refused {
 					fmt.Fprintln(e.stderr, r.Line())
 				}
-				return lease.Errorf(le.Code, "push refused: %d commit(s) of %s do not hold", len(refused), strings.Join(uniqueRefs(refused), ", "))
+				commits := map[string]bool{}
+				for _, r := range refused {
+					commits[r.Revision] = true
+				}
+				return lease.Errorf(le.Code, "push refused: %d commit(s) of %s do not hold", len(commits), strings.Join(uniqueRefs(refused), ", "))
 			}
 			if e.format == "text" {
 				return nil // a hook that accepts says nothing
@@ -134,8 +155,20 @@ then it exits non-zero and git refuses the whole push.`,
 		},
 	}
 	preReceive.Flags().StringArrayVar(&checkRefs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")
+	preReceive.Flags().StringArrayVar(&checkCodeRefs, "code-refs", nil, "a pattern of code refs the code fence guards (repeatable; default refs/heads/*; '' none)")
 	c.AddCommand(install, preReceive)
 	return c
+}
+
+// nonEmpty drops empty values (`--code-refs ”` turns the code fence off).
+func nonEmpty(vs []string) []string {
+	out := []string{}
+	for _, v := range vs {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func uniqueRefs(rs []audit.ServerRefusal) []string {
