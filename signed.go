@@ -24,10 +24,13 @@ package loopx
 // state commit whose parent requires signatures (package audit).
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 	"github.com/loopx-dev/loopx/signing"
 )
@@ -148,4 +151,49 @@ func (r *keyRing) gitSigningKey() string {
 	}
 	r.gitKey, _ = g.ConfigValue("user.signingkey")
 	return r.gitKey
+}
+
+// CodeSigningEnv returns base (a command's environment) with the git
+// configuration under which the command's commits are SSH-signed as `git
+// commit -S` signs them, when the store requires signatures (contract
+// section 9: commits into leased scopes are signed with the agent's
+// registered key; `loopx run` gives it to the command it runs):
+// gpg.format=ssh, commit.gpgSign=true and, when $LOOPX_SIGNING_KEY names
+// the key, user.signingKey set to it (a private key file, or a public key
+// the ssh-agent holds: git passes either to ssh-keygen -Y sign). Otherwise
+// git's own user.signingKey stays in force. The settings are passed as
+// GIT_CONFIG_COUNT/GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n after any the
+// environment already has, so they win over the configuration files and
+// change nothing on disk. A store that does not require signatures leaves
+// base as it is.
+func (s *Store) CodeSigningEnv(base []string) ([]string, error) {
+	head, err := s.git.Head()
+	if err != nil || head.IsZero() {
+		return base, storeerr.Map(err)
+	}
+	sn, err := s.git.Snapshot(head)
+	if err != nil {
+		return base, storeerr.Map(err)
+	}
+	m, err := s.viewOf(sn).Meta()
+	if err != nil || m == nil || !m.RequireSignatures {
+		return base, storeerr.Map(err)
+	}
+	set := [][2]string{{"gpg.format", "ssh"}, {"commit.gpgSign", "true"}}
+	if k := strings.TrimSpace(s.opts.SigningKey); k != "" {
+		set = append(set, [2]string{"user.signingKey", k})
+	}
+	n := 0
+	out := make([]string, 0, len(base)+2*len(set)+1)
+	for _, kv := range base {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			n, _ = strconv.Atoi(v)
+			continue
+		}
+		out = append(out, kv)
+	}
+	for i, kv := range set {
+		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n+i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n+i, kv[1]))
+	}
+	return append(out, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+len(set))), nil
 }

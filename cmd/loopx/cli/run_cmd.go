@@ -104,6 +104,11 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 				return err
 			}
 			defer s.Close()
+			// In a store that requires signatures the command's commits are
+			// signed with the agent's key (gpg.format=ssh, commit.gpgSign).
+			if req.Env, err = s.CodeSigningEnv(os.Environ()); err != nil {
+				return err
+			}
 			var stats *agent.WaitStats
 			if wait > 0 {
 				stats = e.waitStats()
