@@ -191,7 +191,8 @@ func (a *Auditor) stateHead() (gitstore.Hash, *StaleState, error) {
 	if !ok || kerr != nil || known.IsZero() {
 		return gitstore.ZeroHash, nil, storeerr.Map(err)
 	}
-	st := &StaleState{Remote: a.s.Remote(), Reason: strings.TrimPrefix(storeerr.Map(err).Error(), string(lease.CodeRemoteUnavailable)+": ")}
+	why := strings.TrimPrefix(storeerr.Map(err).Error(), string(lease.CodeRemoteUnavailable)+": ")
+	st := &StaleState{Remote: a.s.Remote(), Reason: strings.TrimSuffix(why, ": retry with the same arguments")}
 	if !at.IsZero() {
 		at = at.UTC()
 		age := int64(a.s.Now().Sub(at) / time.Second)
