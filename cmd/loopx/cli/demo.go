@@ -89,11 +89,14 @@ func runDemo(e *env, dir string) error {
 	return nil
 }
 
+// quoteArgs writes args as a shell would read them back: an argument with
+// a space or a shell character is single-quoted, a quote inside it closed,
+// escaped and reopened.
 func quoteArgs(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if strings.ContainsAny(a, " '*") {
-			a = "'" + a + "'"
+		if a == "" || strings.ContainsAny(a, " '*?\"$`\\;&|<>()[]{}!#~\t\n") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 		out[i] = a
 	}
