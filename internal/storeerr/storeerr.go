@@ -94,6 +94,11 @@ func oneLine(s string, n int) string {
 	return s
 }
 
+// hookVerdict starts the hook's last line after its refusals, as the
+// client sees it among the server's lines ("; "-joined): the error of the
+// hook's own loopx in text mode.
+const hookVerdict = "; loopx: "
+
 // refusalLine matches a refusal line inside a client's remote_rejected
 // message (the server's lines joined).
 var refusalLine = regexp.MustCompile(regexp.QuoteMeta(refusalPrefix) + `([0-9a-f]{40}) on (\S+): ([a-z_]+)(?: \(([a-z_]+)\))?: `)
@@ -108,8 +113,17 @@ func ParseRefusals(msg string) []Refusal {
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		text := strings.TrimSpace(msg[m[1]:end])
-		text = strings.TrimRight(strings.TrimSuffix(strings.TrimSpace(strings.TrimRight(text, ")")), ";"), " ")
+		text := strings.TrimSuffix(msg[m[1]:end], ": "+gitstore.ErrRemoteRejected.Error())
+		if k := strings.Index(text, hookVerdict); k >= 0 {
+			// The hook's own last line ("loopx: CODE: push refused: ...")
+			// follows the last refusal: it is no part of it.
+			text = text[:k]
+		} else if i+1 == len(locs) {
+			// The parenthesis around the server's lines closes after the
+			// last one.
+			text = strings.TrimSuffix(strings.TrimSpace(text), ")")
+		}
+		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";"))
 		r := Refusal{Revision: msg[m[2]:m[3]], Ref: msg[m[4]:m[5]], Code: msg[m[6]:m[7]], Message: text}
 		if m[8] >= 0 {
 			r.Reason = msg[m[8]:m[9]]
