@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
@@ -243,15 +242,7 @@ func (e *env) printError(le *lease.Error) {
 		fmt.Fprintf(w, "%s\n", data)
 		return
 	}
-	stderr := safeWriter{e.stderr}
-	fmt.Fprintf(stderr, "loopx: %s: %s\n", le.Code, flat(le.Message))
-	// A usage error's message says it all; its details are for programs.
-	if len(le.Details) > 0 && le.Code != lease.CodeUsage {
-		out, _ := yaml.Marshal(le.Details)
-		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			fmt.Fprintf(stderr, "  %s\n", line)
-		}
-	}
+	errorText(safeWriter{e.stderr}, le)
 }
 
 func stdoutIsTerminal(w io.Writer) bool {

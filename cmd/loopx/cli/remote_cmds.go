@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -33,18 +32,7 @@ error (never dropped silently). The local ref then points at the remote's head.`
 			if e.offline {
 				return usageError("sync contacts the remote: drop --offline")
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) {
-				res, err := s.Sync()
-				if err == nil && e.format == "text" {
-					for _, r := range res.Data.Replays {
-						if r.Error != nil {
-							fmt.Fprintf(safeWriter{e.stderr}, "refused: %s %s (offline %s): %s: %s\n",
-								r.Operation, r.TodoID, short(r.OfflineRevision), r.Error.Code, flat(r.Error.Message))
-						}
-					}
-				}
-				return res, err
-			})
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Sync() })
 		},
 	}
 }

@@ -133,9 +133,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 				return &exitStatus{code: ExitLeaseLost, err: res.Lost}
 			}
 			if e.format == "text" {
-				l := res.Lease
-				fmt.Fprintf(e.stderr, "loopx: run: %s exited %d; lease %s/%s epoch %d renewed %d times\n",
-					args[0], res.ExitCode, l.Goal, l.Todo, l.Epoch, res.Renewals)
+				fmt.Fprintf(safeWriter{e.stderr}, "loopx: run: %s\n", runSummary(args[0], res))
 			}
 			if res.FinishErr != nil {
 				le, ok := lease.AsError(res.FinishErr)
@@ -147,7 +145,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 					// error's own class.
 					return le
 				}
-				fmt.Fprintf(e.stderr, "loopx: run: the lease was not released (it expires by itself): %s: %s\n", le.Code, le.Message)
+				fmt.Fprintf(safeWriter{e.stderr}, "loopx: run: the lease was not released (it expires by itself): %s: %s\n", le.Code, flat(le.Message))
 			}
 			if res.ExitCode != 0 {
 				return &exitStatus{code: res.ExitCode}
@@ -199,4 +197,20 @@ func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w agent.WaitOptio
 	return e.run(func(s *loopx.Store) (loopx.Reply, error) {
 		return fn(s, agent.WaitOptions{Timeout: d, Stats: st})
 	})
+}
+
+// runSummary is what run says on stderr in text mode when its command
+// ended: how, and what became of the lease: "make exited 0; todo g/todo_x
+// completed, its lease (epoch 1, renewed 2 times) released with it".
+func runSummary(cmd string, res *agent.RunResult) string {
+	l := res.Lease
+	s := fmt.Sprintf("%s exited %d", cmd, res.ExitCode)
+	held := fmt.Sprintf("epoch %d, renewed %d time(s)", l.Epoch, res.Renewals)
+	switch {
+	case res.FinishErr != nil:
+		return s // the next line says what failed
+	case res.Completed:
+		return s + fmt.Sprintf("; todo %s/%s completed, its lease (%s) released with it", l.Goal, l.Todo, held)
+	}
+	return s + fmt.Sprintf("; the lease of %s/%s (%s) released", l.Goal, l.Todo, held)
 }

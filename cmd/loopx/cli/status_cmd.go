@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +43,9 @@ and the todos ready now (for --agent-id, or for anybody).`,
 	return c
 }
 
-// printStatus prints the status for people: two tables and a list.
+// printStatus prints the status for people: the holdings in force and
+// those no longer in force (tables whose columns are the JSON fields), the
+// todos ready now, and why each other open todo is not.
 func printStatus(w io.Writer, d *lease.StatusData) {
 	fmt.Fprintf(w, "goal %s at %s\n", d.GoalID, d.Now.Format(time.RFC3339))
 	if len(d.Active) == 0 {
@@ -63,56 +64,94 @@ func printStatus(w io.Writer, d *lease.StatusData) {
 	}
 	if len(d.Ready) == 0 {
 		fmt.Fprintf(w, "\nnothing ready for %s\n", who)
-		return
+	} else {
+		fmt.Fprintf(w, "\nready for %s:\n", who)
+		rows := [][]string{heading("todo_id", "priority", "required_write_scopes", "text")}
+		for _, r := range d.Ready {
+			rows = append(rows, []string{r.TodoID, r.Priority, orDash(strings.Join(r.RequiredWriteScopes, ",")), oneLine(r.Text)})
+		}
+		table(w, "  ", rows)
 	}
-	fmt.Fprintf(w, "\nready for %s:\n", who)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range d.Ready {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.TodoID, r.Priority, orDash(strings.Join(r.RequiredWriteScopes, ",")), oneLine(r.Text))
+	if len(d.NotReady) > 0 {
+		fmt.Fprintf(w, "\nnot ready for %s:\n", who)
+		rows := [][]string{heading("todo_id", "priority", "reasons")}
+		for _, n := range d.NotReady {
+			var why []string
+			for _, r := range n.Reasons {
+				why = append(why, notReadyText(r, d.Now))
+			}
+			rows = append(rows, []string{n.TodoID, n.Priority, strings.Join(why, "; ")})
+		}
+		table(w, "  ", rows)
+		if d.NotReadyMore > 0 {
+			fmt.Fprintf(w, "  and %d more\n", d.NotReadyMore)
+		}
 	}
-	tw.Flush()
+}
+
+// notReadyText says one reason a todo is not ready, with who or what
+// stands in the way.
+func notReadyText(r lease.NotReadyReason, now time.Time) string {
+	until := ""
+	if r.ExpiresAt != nil {
+		until = " (expires " + rel(*r.ExpiresAt, now) + ")"
+	}
+	switch r.Kind {
+	case lease.NotReadyClaimed:
+		return "claimed by " + r.Agent + until
+	case lease.NotReadyExcluded:
+		return r.Agent + " is excluded"
+	case lease.NotReadyBound:
+		return "bound to " + r.Agent
+	case lease.NotReadyHeld:
+		return "held by " + r.Agent + "'s lease" + until
+	case lease.NotReadyDependencies:
+		return "dependencies open: " + strings.Join(r.Dependencies, ", ")
+	case lease.NotReadyScope:
+		return fmt.Sprintf("scope %s is held by %s's lease on %s", r.Scope, r.Agent, r.TodoID)
+	}
+	return r.Kind
 }
 
 func holdingTable(w io.Writer, hs []lease.Holding, withReason bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "  OWNER\tKIND\tTODO\tEPOCH\tSCOPES\tTIME"
+	head := heading("owner", "kind", "todo_id", "epoch", "write_scopes", "expires")
 	if withReason {
-		head += "\tREASON"
+		head = append(head, heading("reason")...)
 	}
-	fmt.Fprintln(tw, head)
+	rows := [][]string{head}
 	for _, h := range hs {
 		owner := h.Owner
 		if h.ScopeAgent != "" {
-			owner += " (for " + h.ScopeAgent + ")"
+			owner += " (scope agent " + h.ScopeAgent + ")"
 		}
 		epoch := "-"
 		if h.Epoch != nil {
-			epoch = fmt.Sprintf("e%d", *h.Epoch)
+			epoch = fmt.Sprint(*h.Epoch)
 		}
-		left := "no expiry"
+		left := "never"
 		if h.SecondsLeft != nil {
 			left = relativeLeft(*h.SecondsLeft)
 		}
-		line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%s", owner, h.Kind, h.TodoID, epoch,
-			orDash(strings.Join(h.WriteScopes, ",")), left)
+		row := []string{owner, h.Kind, h.TodoID, epoch, orDash(strings.Join(h.WriteScopes, ",")), left}
 		if withReason {
-			line += "\t" + strings.ReplaceAll(h.Reason, "_", " ")
+			row = append(row, label(h.Reason))
 		}
-		fmt.Fprintln(tw, line)
+		rows = append(rows, row)
 	}
-	tw.Flush()
+	table(w, "  ", rows)
 }
 
 // relativeLeft says how long until (or since) an expiry, for people:
-// "4m left", "1h5m left", "expired 2m ago", "expires now".
+// "4m left", "1h5m left", "2m ago", "now". (A holding no longer in force
+// says why in its own column: "expired" is not repeated here.)
 func relativeLeft(seconds int64) string {
 	switch {
 	case seconds > 0:
 		return humanSpan(seconds) + " left"
 	case seconds < 0:
-		return "expired " + humanSpan(-seconds) + " ago"
+		return humanSpan(-seconds) + " ago"
 	}
-	return "expires now"
+	return "now"
 }
 
 // humanSpan renders a positive number of seconds in its two largest units,

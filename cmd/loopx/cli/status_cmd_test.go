@@ -7,7 +7,7 @@ func TestRelativeLeft(t *testing.T) {
 		seconds int64
 		want    string
 	}{
-		{0, "expires now"},
+		{0, "now"},
 		{1, "1s left"},
 		{59, "59s left"},
 		{60, "1m left"},
@@ -19,9 +19,9 @@ func TestRelativeLeft(t *testing.T) {
 		{3930, "1h5m left"}, // two units, rounded down
 		{86400, "1d left"},
 		{2*86400 + 3*3600 + 59, "2d3h left"},
-		{-1, "expired 1s ago"},
-		{-120, "expired 2m ago"},
-		{-7260, "expired 2h1m ago"},
+		{-1, "1s ago"},
+		{-120, "2m ago"},
+		{-7260, "2h1m ago"},
 	}
 	for _, c := range cases {
 		if got := relativeLeft(c.seconds); got != c.want {

@@ -1,12 +1,32 @@
 package cli
 
-// Text output, for people (JSON is for programs). Every string that came
-// from a user (todo text, notes, evidence, reasons, titles, error messages)
-// is cleaned of control characters before it reaches the terminal, so a
-// hostile todo cannot move the cursor, retitle the window or ring the bell;
-// a final filter on the writer catches anything a renderer missed. Times are
-// shown relative to now ("expires in 4m", "expired 3m ago"); now is
-// LOOPX_NOW when set, so scripts that fix the clock get fixed bytes.
+// Text output, for people (JSON is for programs). The rules every renderer
+// keeps (docs/DECISIONS.md, "Text output"):
+//
+//   - Every label is the name of the JSON field it shows, its underscores
+//     written as spaces ("required write scopes" is required_write_scopes),
+//     in tables too (upper case). A line that joins a field with its
+//     companions is labelled by the first ("created at: … by lead" is
+//     created_at and created_by). So a reader of the text finds the field
+//     in the JSON, and a script writer finds the text's line.
+//   - Fields are ordered by what people look for first (what it is, who
+//     holds it, until when; then relations; then history), never
+//     alphabetically; a fact is stated once (a released lease says
+//     "released", not also "expired"; an error's details that its message
+//     already states are not repeated under it).
+//   - Sizes are humanised (1.9 MiB) and durations too (4m30s); a time is
+//     shown as the absolute time and how long ago or ahead it is, or, in a
+//     one-line summary, only relatively ("expires in 4m"): the absolute
+//     time is always in the JSON. Relative times are taken against now,
+//     LOOPX_NOW when set, so scripts that fix the clock get fixed bytes.
+//   - The text is drawn from the result's JSON document, so `loopx apply`
+//     and the command of the same request print the same text.
+//
+// Every string that came from a user (todo text, notes, evidence, reasons,
+// titles, error messages) is cleaned of control characters before it
+// reaches the terminal, so a hostile todo cannot move the cursor, retitle
+// the window or ring the bell; a final filter on the writer catches
+// anything a renderer missed.
 
 import (
 	"bytes"
@@ -129,6 +149,27 @@ func human(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", days, h)
 }
 
+// size is a byte count for people: 512 B, 9.5 KiB, 260 KiB, 1.9 MiB (three
+// significant digits at most, binary units as git's count-objects -H).
+func size(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	unit := ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= 1024
+		unit = u
+		if v < 1024 {
+			break
+		}
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f %s", v, unit)
+	}
+	return fmt.Sprintf("%.0f %s", v, unit)
+}
+
 // rel is t relative to now: "in 4m", "3m ago", "now".
 func rel(t, now time.Time) string {
 	switch d := t.Sub(now); {
@@ -156,6 +197,9 @@ func stamp(v any, now time.Time) string {
 	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), rel(t, now))
 }
 
+// label is the text label of a JSON field: its name, underscores as spaces.
+func label(field string) string { return strings.ReplaceAll(field, "_", " ") }
+
 // block is a list of "label: value" lines, aligned on the values.
 type block struct {
 	rows []row
@@ -166,12 +210,15 @@ type row struct {
 	sub          []string // lines shown under the row, indented
 }
 
-func (b *block) add(label, value string) { b.rows = append(b.rows, row{label: label, value: value}) }
+// add adds the row of JSON field field.
+func (b *block) add(field, value string) {
+	b.rows = append(b.rows, row{label: label(field), value: value})
+}
 
 // addIf adds the row when value is not empty.
-func (b *block) addIf(label, value string) {
+func (b *block) addIf(field, value string) {
 	if value != "" {
-		b.add(label, value)
+		b.add(field, value)
 	}
 }
 
@@ -182,7 +229,7 @@ func (b *block) write(w io.Writer, indent string) {
 	}
 	for _, r := range b.rows {
 		lines := strings.Split(clean(r.value), "\n")
-		fmt.Fprintf(w, "%s%-*s %s\n", indent, width, r.label+":", lines[0])
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%s%-*s %s", indent, width, r.label+":", lines[0]), " "))
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "%s%-*s %s\n", indent, width, "", l)
 		}
@@ -214,8 +261,58 @@ func table(w io.Writer, indent string, rows [][]string) {
 	}
 }
 
+// heading is a table's header row: the JSON names of its columns, upper
+// case, underscores as spaces.
+func heading(fields ...string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = strings.ToUpper(label(f))
+	}
+	return out
+}
+
+// envelopeFields are the contract's envelope: the summary line and the
+// notes under the result say what people need of them.
+var envelopeFields = []string{"ok", "operation", "status", "idempotent", "revision", "current_provider_revision",
+	"current_cursor", "provider", "projection_delivery", "retry_business_mutation", "projection_error",
+	"offline", "view_fetched_at", "offline_pending", "checked_at", "clock_skew"}
+
+// renderers print the payload of one operation's result (m: the result's
+// JSON document without its envelope).
+var renderers = map[string]func(w io.Writer, m map[string]any, now time.Time){}
+
+func init() {
+	for op, r := range map[string]func(io.Writer, map[string]any, time.Time){
+		"init":                    initText,
+		"goal.show":               goalText,
+		"goal.list":               goalsText,
+		"agent.list":              agentsText,
+		"admin.list":              adminsText,
+		"admin.add":               adminsText,
+		"admin.remove":            adminsText,
+		"store.clock-reset":       clockResetText,
+		"todo.show":               todoText,
+		"todo.list":               todosText,
+		"todo.ready":              todosText,
+		"task-lease.inspect":      inspectText,
+		"todo.project-markdown":   projectText,
+		"log":                     logText,
+		"verify":                  verifyText,
+		"gc":                      gcText,
+		"guard.install":           hookInstallText,
+		"server-hook.install":     hookInstallText,
+		"guard.check":             guardText,
+		"guard.commit-msg":        guardText,
+		"server-hook.pre-receive": preReceiveText,
+		"sync":                    syncText,
+	} {
+		renderers[op] = r
+	}
+}
+
 // printText prints a result for people: a summary line for mutations, then
-// what the command is about, as aligned fields or a listing.
+// what the command is about, then what the envelope says that people must
+// know (an offline view, a clock ahead).
 func printText(out io.Writer, reply loopx.Reply, now time.Time) {
 	w := safeWriter{out}
 	res := reply.Env()
@@ -231,322 +328,72 @@ func printText(out io.Writer, reply loopx.Reply, now time.Time) {
 		}
 		fmt.Fprintln(w)
 	}
-	for _, k := range []string{"ok", "operation", "status", "idempotent", "revision", "current_provider_revision", "provider", "projection_delivery", "retry_business_mutation", "projection_error"} {
+	for _, k := range envelopeFields {
 		delete(m, k)
 	}
-	switch {
-	case res.Operation == "todo.show":
-		todoText(w, m, now)
-		return
-	case res.Operation == "task-lease.inspect":
-		inspectText(w, m, now)
-		return
-	case res.Operation == "goal.show":
-		goalText(w, m, now)
-		return
-	case res.Operation == "goal.list":
-		goalsText(w, m)
-		return
-	case res.Operation == "agent.list":
-		agentsText(w, m)
-		return
-	case res.Operation == "verify" && m["valid"] != nil:
-		verifyText(w, m)
-		return
-	case m["entries"] != nil:
-		for _, e := range list(m["entries"]) {
-			en := obj(e)
-			// Subjects are loopx's own (ids and numbers): shown whole, on one line.
-			subject := strings.Join(strings.Fields(clean(str(en["subject"]))), " ")
-			switch str(en["integrity"]) {
-			case "invalid":
-				// Never the subject: it names an actor the commit cannot prove.
-				claims := str(en["operation"])
-				if t := strings.Trim(str(en["goal_id"])+"/"+str(en["todo_id"]), "/"); t != "" {
-					claims += " " + t
-				}
-				subject = "[DOES NOT VERIFY: " + oneLine(str(en["problem"])) + "] claims " + claims
-			case "older":
-				subject = "[made before requests were recorded] " + subject
-			}
-			fmt.Fprintf(w, "%s %s %s\n", short(str(en["revision"])), str(en["time"]), subject)
-		}
-		return
-	case m["todos"] != nil:
-		todos := list(m["todos"])
-		for _, t := range todos {
-			td := obj(t)
-			fmt.Fprintf(w, "%-22s %s %-10s %-14s %s\n", str(td["todo_id"]), str(td["priority"]), str(td["status"]),
-				orDash(str(td["claimed_by"])), oneLine(str(td["text"])))
-		}
-		if len(todos) == 0 {
-			fmt.Fprintln(w, "no todos")
-		}
-		return
+	switch r := renderers[res.Operation]; {
+	case r != nil:
+		r(w, m, now)
+	case res.Mutation:
+		changedText(w, m, now)
+	default:
+		generic(w, m, "", now)
 	}
-	if len(m) == 0 {
-		return
-	}
-	if res.Mutation {
-		// People want what changed, not the whole record: one line for the
-		// todo, one for the lease (the record is in JSON output and on the ref).
-		if t := obj(m["todo"]); t != nil {
-			fmt.Fprintf(w, "  todo %s: %s, claimed by %s\n", str(t["todo_id"]), str(t["status"]), orDash(str(t["claimed_by"])))
-		} else if c, ok := m["claimed"].(bool); ok && !c {
-			fmt.Fprintln(w, "  no todo is ready to claim")
-		}
-		if l := obj(m["lease"]); l != nil {
-			fmt.Fprintf(w, "  lease: %s\n", leaseLine(l, now))
-		}
-		if a := obj(m["agent"]); a != nil {
-			fmt.Fprintf(w, "  agent %s: %s (%s)\n", str(a["agent_id"]), str(a["status"]), agentRole(a))
-		}
-		if g := obj(m["goal"]); g != nil && m["todo"] == nil {
-			fmt.Fprintf(w, "  goal %s: %s, %s\n", str(g["goal_id"]), str(g["status"]), str(g["handoff_mode"]))
-		}
-		return
-	}
-	generic(w, m, "", now)
+	envelopeText(w, res, now)
 }
 
-// todoText is `todo show`.
-func todoText(w io.Writer, m map[string]any, now time.Time) {
-	t := obj(m["todo"])
-	fmt.Fprintf(w, "todo %s (goal %s)\n", str(t["todo_id"]), str(m["goal_id"]))
-	var b block
-	b.add("text", str(t["text"]))
-	status := str(t["status"])
-	if archived, _ := t["archived"].(bool); archived {
-		status += " (archived)"
-	}
-	b.add("status", status)
-	b.add("priority", str(t["priority"]))
-	b.add("claim", claimText(t, now))
-	b.addIf("bound agent", str(t["bound_agent"]))
-	b.addIf("excluded", strings.Join(strs(t["excluded_agents"]), ", "))
-	if deps := strs(t["depends_on"]); len(deps) > 0 {
-		open := map[string]bool{}
-		for _, d := range strs(t["open_dependencies"]) {
-			open[d] = true
+// envelopeText adds the envelope's warnings: a view that is not the
+// server's head now (offline), and a head dated ahead of this machine.
+func envelopeText(w io.Writer, res *loopx.Envelope, now time.Time) {
+	if ri := res.Remote; ri != nil && ri.Offline {
+		s := "offline: the view of " + ri.Name
+		if ri.FetchedAt.IsZero() {
+			s += " was never fetched"
+		} else {
+			s += " fetched " + rel(ri.FetchedAt, now)
 		}
-		for i, d := range deps {
-			if open[d] {
-				deps[i] = d + " (open)"
-			}
+		if ri.Pending > 0 {
+			s += fmt.Sprintf("; %d offline change(s) to publish with `loopx sync`", ri.Pending)
 		}
-		b.add("depends on", strings.Join(deps, ", "))
+		fmt.Fprintln(w, s)
 	}
-	b.addIf("unblocks", strings.Join(strs(t["unblocks"]), ", "))
-	b.addIf("write scopes", strings.Join(strs(t["required_write_scopes"]), ", "))
-	if l := obj(t["lease"]); l != nil {
-		b.add("lease", leaseLine(l, now))
-	} else {
-		b.add("lease", "none")
+	if sk := res.ClockSkew; sk != nil {
+		fmt.Fprintf(w, "clock skew: the head is dated %s, more than %ds ahead of this machine's clock (%s): mutations are refused; see `loopx clock-reset --help`\n",
+			sk.HeadTime, sk.MaxClockSkewSeconds, sk.LocalTime)
 	}
-	b.addIf("superseded by", str(t["superseded_by"]))
-	b.addIf("reason", str(t["reason"]))
-	b.addIf("evidence", strings.Join(strs(t["evidence"]), "\n"))
-	b.add("created", by(stamp(t["created_at"], now), str(t["created_by"])))
-	b.add("updated", by(stamp(t["updated_at"], now), str(t["updated_by"])))
-	if _, ok := when(t["closed_at"]); ok {
-		b.add("closed", by(stamp(t["closed_at"], now), str(t["closed_by"])))
-	}
-	if notes := list(t["notes"]); len(notes) > 0 {
-		r := row{label: "notes", value: fmt.Sprint(len(notes))}
-		for _, n := range notes {
-			note := obj(n)
-			head := fmt.Sprintf("- %s, %s", orDash(clean(str(note["author"]))), relOf(note["at"], now))
-			if stale, _ := note["stale"].(bool); stale {
-				head += " (stale: the todo changed since)"
-			}
-			lines := strings.Split(clean(str(note["text"])), "\n")
-			r.sub = append(r.sub, head+": "+lines[0])
-			for _, l := range lines[1:] {
-				r.sub = append(r.sub, "  "+l)
-			}
-		}
-		b.rows = append(b.rows, r)
-	}
-	b.write(w, "  ")
 }
 
-// claimText is the effective claim of a todo view.
-func claimText(t map[string]any, now time.Time) string {
-	if expired, _ := t["claim_expired"].(bool); expired {
-		return "none (an earlier claim expired)"
+// changedText is a mutation's payload: one line per record it changed
+// (the whole record is in the JSON output and on the ref).
+func changedText(w io.Writer, m map[string]any, now time.Time) {
+	if t := obj(m["todo"]); t != nil {
+		fmt.Fprintf(w, "  %s\n", todoLine(t, now))
+	} else if c, ok := m["claimed"].(bool); ok && !c {
+		fmt.Fprintln(w, "  no todo is ready to claim")
 	}
-	who := str(t["claimed_by"])
-	if who == "" {
-		return "none"
+	if l := obj(m["lease"]); l != nil {
+		fmt.Fprintf(w, "  lease: %s\n", leaseLine(l, now))
 	}
-	s := who
-	if sa := str(t["claim_scope_agent_id"]); sa != "" {
-		s += " (delegated to " + sa + ")"
-	}
-	if at, ok := when(t["claim_expires_at"]); ok {
-		s += ", expires " + rel(at, now)
-	}
-	return s
-}
-
-// leaseLine is a lease on one line: "active by agent-a (key k), version 1,
-// epoch 1, expires in 4m".
-func leaseLine(l map[string]any, now time.Time) string {
-	status := str(l["status"])
-	effective, _ := l["effective"].(bool)
-	exp, hasExp := when(l["expires_at"])
-	timing := ""
-	switch {
-	case status == "released":
-		if at, ok := when(l["released_at"]); ok {
-			timing = "released " + rel(at, now)
-		}
-	case hasExp && !now.Before(exp):
-		timing = "expired " + rel(exp, now)
-	case hasExp:
-		timing = "expires " + rel(exp, now)
-	}
-	if status == "active" && !effective && hasExp && now.Before(exp) {
-		status = "active (not effective)"
-	}
-	s := fmt.Sprintf("%s by %s (key %s), version %s, epoch %s", status, str(l["owner"]), str(l["idempotency_key"]), str(l["version"]), str(l["epoch"]))
-	if timing != "" {
-		s += ", " + timing
-	}
-	return s
-}
-
-// inspectText is `task-lease inspect`.
-func inspectText(w io.Writer, m map[string]any, now time.Time) {
-	l := obj(m["lease"])
-	if l == nil {
-		fmt.Fprintf(w, "todo %s (goal %s) has no lease: the first acquire uses --expected-version 0\n", str(m["todo_id"]), str(m["goal_id"]))
-		return
-	}
-	fmt.Fprintf(w, "lease of todo %s (goal %s)\n", str(m["todo_id"]), str(m["goal_id"]))
-	var b block
-	status := str(l["status"])
-	if status == "active" {
-		exp, _ := when(l["expires_at"])
-		switch eff, _ := l["effective"].(bool); {
-		case eff:
-			status += " (effective)"
-		case !now.Before(exp):
-			status += ", expired: no longer effective"
-		default:
-			status += ", not effective: its owner or its todo no longer allows it"
+	if moved, _ := m["transfer_claim"].(bool); moved {
+		if changed, _ := m["todo_changed"].(bool); changed {
+			fmt.Fprintf(w, "  claimed by: %s (the claim moved with the lease)\n", str(m["claimed_by"]))
 		}
 	}
-	b.add("status", status)
-	b.add("owner", str(l["owner"]))
-	b.add("idempotency key", str(l["idempotency_key"]))
-	b.add("version", str(l["version"]))
-	b.add("epoch", str(l["epoch"]))
-	scopes := strings.Join(strs(l["write_scopes"]), ", ")
-	if scopes == "" {
-		scopes = "none"
-	}
-	b.add("write scopes", scopes)
-	b.add("acquired", stamp(l["acquired_at"], now))
-	if _, ok := when(l["renewed_at"]); ok {
-		b.add("renewed", stamp(l["renewed_at"], now))
-	}
-	if exp, ok := when(l["expires_at"]); ok {
-		label := "expires"
-		if !now.Before(exp) {
-			label = "expired"
+	if a := obj(m["agent"]); a != nil {
+		fmt.Fprintf(w, "  agent %s: %s, role %s\n", str(a["agent_id"]), str(a["status"]), agentRole(a))
+		if _, ok := m["previous_signing_key"]; ok {
+			fmt.Fprintf(w, "  signing key: %s (was %s)\n", orNone(shortKey(str(a["signing_key"]))), orNone(shortKey(str(m["previous_signing_key"]))))
 		}
-		b.add(label, stamp(l["expires_at"], now))
 	}
-	if _, ok := when(l["released_at"]); ok {
-		b.add("released", stamp(l["released_at"], now))
+	if g := obj(m["goal"]); g != nil && m["todo"] == nil {
+		fmt.Fprintf(w, "  goal %s: %s, handoff mode %s\n", str(g["goal_id"]), str(g["status"]), str(g["handoff_mode"]))
 	}
-	b.write(w, "  ")
 }
 
-// goalText is `goal show`.
-func goalText(w io.Writer, m map[string]any, now time.Time) {
-	g := obj(m["goal"])
-	fmt.Fprintf(w, "goal %s: %s\n", str(g["goal_id"]), oneLine(str(g["title"])))
-	var b block
-	b.add("status", str(g["status"]))
-	b.add("handoff mode", str(g["handoff_mode"]))
-	b.add("agents", str(m["agents"])+" registered")
-	c := obj(m["todo_counts"])
-	b.add("todos", fmt.Sprintf("%s open, %s done, %s superseded", str(c["open"]), str(c["done"]), str(c["superseded"])))
-	b.add("created", by(stamp(g["created_at"], now), str(g["created_by"])))
-	b.add("updated", stamp(g["updated_at"], now))
-	b.write(w, "  ")
-}
-
-// goalsText is `goal list`.
-func goalsText(w io.Writer, m map[string]any) {
-	goals := list(m["goals"])
-	if len(goals) == 0 {
-		fmt.Fprintln(w, "no goals")
-		return
-	}
-	rows := [][]string{{"GOAL", "STATUS", "HANDOFF", "TITLE"}}
-	for _, x := range goals {
-		g := obj(x)
-		rows = append(rows, []string{str(g["goal_id"]), str(g["status"]), str(g["handoff_mode"]), oneLine(str(g["title"]))})
-	}
-	table(w, "", rows)
-}
-
-// agentsText is `agent list`.
-func agentsText(w io.Writer, m map[string]any) {
-	agents := list(m["agents"])
-	if len(agents) == 0 {
-		fmt.Fprintf(w, "no agents in goal %s\n", str(m["goal_id"]))
-		return
-	}
-	rows := [][]string{{"AGENT", "STATUS", "ROLE", "SIGNING KEY"}}
-	for _, x := range agents {
-		a := obj(x)
-		key := str(a["signing_key"])
-		if key == "" {
-			key = "-"
-		} else if typ, body, ok := strings.Cut(key, " "); ok && len(body) > 12 {
-			key = typ + " …" + body[len(body)-12:]
-		}
-		rows = append(rows, []string{str(a["agent_id"]), str(a["status"]), agentRole(a), key})
-	}
-	table(w, "", rows)
-}
-
-// agentRole is an agent's role with its authority: "orchestrator:
-// complete, reassign (reason required)".
-func agentRole(a map[string]any) string {
-	s := str(a["role"])
-	if auth := strs(a["lifecycle_authority"]); len(auth) > 0 {
-		s += ": " + strings.Join(auth, ", ")
-	}
-	if rr, _ := a["requires_reason"].(bool); rr {
-		s += " (reason required)"
-	}
-	return s
-}
-
-// verifyText is a successful `loopx verify` (an invalid store is an error).
-func verifyText(w io.Writer, m map[string]any) {
-	var b block
-	b.add("valid", "yes: every record on the head checks")
-	pending := strs(m["pending_boards"])
-	if len(pending) == 0 {
-		b.add("pending boards", "none")
-	} else {
-		r := row{label: "pending boards", value: strings.Join(pending, ", ")}
-		for _, g := range pending {
-			r.sub = append(r.sub, "repair: loopx todo project-markdown --goal-id "+g)
-		}
-		b.rows = append(b.rows, r)
-	}
-	b.write(w, "")
-}
-
-// generic shows any other result as aligned fields, nested objects and
-// lists of objects indented under their field.
+// generic shows a result no renderer knows as aligned fields, in the order
+// of the JSON document (sorted keys), nested objects and lists of objects
+// indented under their field. Every result of loopx has a renderer; this
+// is for one added without.
 func generic(w io.Writer, m map[string]any, indent string, now time.Time) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -555,22 +402,21 @@ func generic(w io.Writer, m map[string]any, indent string, now time.Time) {
 	sort.Strings(keys)
 	var b block
 	for _, k := range keys {
-		label := strings.ReplaceAll(k, "_", " ")
 		switch v := m[k].(type) {
 		case map[string]any:
 			var sub strings.Builder
 			generic(&sub, v, "", now)
-			b.rows = append(b.rows, row{label: label, sub: splitLines(sub.String())})
+			b.rows = append(b.rows, row{label: label(k), sub: splitLines(sub.String())})
 		case []any:
 			if len(v) == 0 {
-				b.add(label, "none")
+				b.add(k, "none")
 				continue
 			}
 			if _, nested := v[0].(map[string]any); !nested {
-				b.add(label, strings.Join(strs(v), ", "))
+				b.add(k, strings.Join(strs(v), ", "))
 				continue
 			}
-			r := row{label: label, value: fmt.Sprint(len(v))}
+			r := row{label: label(k), value: fmt.Sprint(len(v))}
 			for _, e := range v {
 				var sub strings.Builder
 				generic(&sub, obj(e), "", now)
@@ -585,9 +431,9 @@ func generic(w io.Writer, m map[string]any, indent string, now time.Time) {
 			b.rows = append(b.rows, r)
 		default:
 			if strings.HasSuffix(k, "_at") {
-				b.add(label, stamp(v, now))
+				b.add(k, stamp(v, now))
 			} else {
-				b.add(label, scalar(v))
+				b.add(k, scalar(v))
 			}
 		}
 	}
@@ -607,12 +453,16 @@ func scalar(v any) string {
 	case nil:
 		return "-"
 	case bool:
-		if x {
-			return "yes"
-		}
-		return "no"
+		return yesNo(x)
 	}
 	return clean(str(v))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // by adds "by WHO" when who is known.
@@ -650,6 +500,21 @@ func strs(v any) []string {
 	return out
 }
 
+// join is a JSON list of strings joined by ", ", or none.
+func join(v any, none string) string {
+	if s := strs(v); len(s) > 0 {
+		return strings.Join(s, ", ")
+	}
+	return none
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -665,4 +530,18 @@ func str(v any) string {
 		return x.String()
 	}
 	return fmt.Sprint(v)
+}
+
+// num is a JSON number as an int64 (0 when it is not one).
+func num(v any) int64 {
+	n, _ := v.(json.Number)
+	i, _ := n.Int64()
+	return i
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
