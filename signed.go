@@ -138,6 +138,14 @@ func (r *keyRing) key(want string) (*signing.Key, error) {
 	return k, nil
 }
 
+// SigningKey resolves the key this Store signs a state commit with when
+// key want (authorized_keys format; "" for any configured key) may sign
+// it, as a mutation resolves it ($LOOPX_SIGNING_KEY, else git's
+// user.signingKey when gpg.format is ssh, else the ssh-agent's copy of
+// want): the read of `loopx doctor`. The key is the Store's, closed with
+// it; Key.Source says where it was found.
+func (s *Store) SigningKey(want string) (*signing.Key, error) { return s.keys.key(want) }
+
 // gitSigningKey is git's user.signingKey, read once, when gpg.format is
 // ssh (git reads it as an SSH key only then).
 func (r *keyRing) gitSigningKey() string {
