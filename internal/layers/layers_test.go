@@ -29,12 +29,14 @@ var floors = []struct {
 	// The top: the command line and what runs it.
 	{"cmd/loopx", []string{"cmd/loopx/cli"}},
 	{"loopxtest", []string{"cmd/loopx/cli", "gitstore", "lease"}},
-	{"cmd/loopx/cli", []string{".", "agent", "audit", "mcp", "web", "web/loopxsource", "gitstore", "lease"}},
+	{"cmd/loopx/cli", []string{".", "agent", "audit", "doctor", "mcp", "web", "web/loopxsource", "gitstore", "lease"}},
 	{"mcp", []string{".", "agent", "audit", "lease"}},
 	// The web pages' adapter to a store (the pages themselves, web, know
 	// nothing of loopx's packages: they serve a web.Source).
 	{"web/loopxsource", []string{".", "audit", "web", "internal/records", "gitstore", "lease"}},
-	// Above the root: the agent's loop, the audit, test fixtures and tools.
+	// Above the root: the checks of a clone's setup (over the audit's hook
+	// markers), the agent's loop, the audit, test fixtures and tools.
+	{"doctor", []string{".", "audit", "internal/records", "internal/storeerr", "gitstore", "lease", "signing"}},
 	{"agent", []string{".", "gitstore", "lease"}},
 	{"audit", []string{".", "internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing"}},
 	{"internal/fixture", []string{".", "gitstore", "lease"}},

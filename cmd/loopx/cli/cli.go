@@ -108,7 +108,7 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
 	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
 		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e), adminCmd(e), webCmd(e),
+		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e), adminCmd(e), webCmd(e), doctorCmd(e),
 		genDocsCmd(e))
 	root.SetHelpCommand(helpCmd(root))
 	root.InitDefaultCompletionCmd()

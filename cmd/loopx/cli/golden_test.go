@@ -270,6 +270,12 @@ func story() []step {
 		at("2026-01-01T01:00:00Z"),
 		sh("git rev-parse refs/loopx/state >../head && git commit-tree \"$(git rev-parse 'refs/loopx/state^{tree}')\" -p refs/loopx/state -m 'todo add g/todo_forged by agent-a' >../forged"),
 		lx("server-hook", "pre-receive").input("@../head ../forged refs/loopx/state"),
+		lx("doctor"),
+		sh("git config loopx.agent agent-a && loopx guard install >/dev/null && loopx guard install --pre-push >/dev/null"),
+		lx("doctor"),
+		in("work"),
+		sh("git config loopx.agent agent-a"),
+		lx("doctor", "--offline"),
 
 		in(""),
 		lx("demo", "--dir", "$WORK/demo"),
@@ -347,10 +353,10 @@ func TestGoldenText(t *testing.T) {
 				b.WriteString("\n")
 			}
 			fmt.Fprintf(b, "$ %sloopx %s\n", strings.Join(append(s.env, ""), " "), quoteArgs(s.args))
-			b.WriteString(strings.ReplaceAll(out, work, "$WORK"))
+			b.WriteString(normalize(out, work))
 			if errOut != "" {
 				b.WriteString("--- stderr\n")
-				b.WriteString(strings.ReplaceAll(errOut, work, "$WORK"))
+				b.WriteString(normalize(errOut, work))
 			}
 			if code != 0 {
 				fmt.Fprintf(b, "--- exit %d\n", code)
@@ -400,6 +406,21 @@ func TestGoldenText(t *testing.T) {
 			t.Errorf("loopx %s is not in the story: add it, so its text output is reviewed", strings.TrimPrefix(c.CommandPath(), "loopx "))
 		}
 	}
+}
+
+// normalize replaces what depends on the machine in a command's output:
+// the work folder, the folder of the test's loopx, git's version.
+func normalize(out, work string) string {
+	out = strings.ReplaceAll(out, work, "$WORK")
+	if exe, err := exec.LookPath("loopx"); err == nil {
+		out = strings.ReplaceAll(out, filepath.Dir(exe), "$BIN")
+	}
+	if v, err := exec.Command("git", "version").Output(); err == nil {
+		if v := strings.TrimPrefix(strings.TrimSpace(string(v)), "git version "); v != "" {
+			out = strings.ReplaceAll(out, v, "$GIT_VERSION")
+		}
+	}
+	return out
 }
 
 // notInStory are the commands whose output is not text for people: the

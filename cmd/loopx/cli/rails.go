@@ -61,6 +61,7 @@ var ignoredFlags = []struct {
 	{"goal list", []string{"goal-id"}},
 	{"verify", []string{"goal-id"}},
 	{"gc", []string{"goal-id"}},
+	{"doctor", []string{"goal-id"}},
 	{"sync", []string{"goal-id"}},
 	{"apply", []string{"goal-id"}},
 	{"clock-reset", []string{"goal-id"}},
