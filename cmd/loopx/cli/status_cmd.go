@@ -78,7 +78,7 @@ func printStatus(w io.Writer, d *lease.StatusData) {
 		for _, n := range d.NotReady {
 			var why []string
 			for _, r := range n.Reasons {
-				why = append(why, notReadyText(r, d.Now))
+				why = append(why, notReadyText(r))
 			}
 			rows = append(rows, []string{n.TodoID, n.Priority, strings.Join(why, "; ")})
 		}
@@ -90,21 +90,17 @@ func printStatus(w io.Writer, d *lease.StatusData) {
 }
 
 // notReadyText says one reason a todo is not ready, with who or what
-// stands in the way.
-func notReadyText(r lease.NotReadyReason, now time.Time) string {
-	until := ""
-	if r.ExpiresAt != nil {
-		until = " (expires " + rel(*r.ExpiresAt, now) + ")"
-	}
+// stands in the way (until when is in the table of what is in force).
+func notReadyText(r lease.NotReadyReason) string {
 	switch r.Kind {
 	case lease.NotReadyClaimed:
-		return "claimed by " + r.Agent + until
+		return "claimed by " + r.Agent
 	case lease.NotReadyExcluded:
 		return r.Agent + " is excluded"
 	case lease.NotReadyBound:
 		return "bound to " + r.Agent
 	case lease.NotReadyHeld:
-		return "held by " + r.Agent + "'s lease" + until
+		return "held by " + r.Agent + "'s lease"
 	case lease.NotReadyDependencies:
 		return "dependencies open: " + strings.Join(r.Dependencies, ", ")
 	case lease.NotReadyScope:

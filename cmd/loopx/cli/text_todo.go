@@ -131,7 +131,12 @@ func todoText(w io.Writer, m map[string]any, now time.Time) {
 	b.addIf("reason", str(t["reason"]))
 	b.addIf("evidence", strings.Join(strs(t["evidence"]), "\n"))
 	b.add("created_at", by(stamp(t["created_at"], now), str(t["created_by"])))
-	if str(t["updated_at"]) != str(t["created_at"]) || str(t["updated_by"]) != str(t["created_by"]) {
+	// The last update is said once: not when it was the creation, nor the
+	// closing.
+	sameAs := func(at, who string) bool {
+		return str(t["updated_at"]) == str(t[at]) && str(t["updated_by"]) == str(t[who])
+	}
+	if !sameAs("created_at", "created_by") && !sameAs("closed_at", "closed_by") {
 		b.add("updated_at", by(stamp(t["updated_at"], now), str(t["updated_by"])))
 	}
 	if _, ok := when(t["closed_at"]); ok {
