@@ -28,7 +28,7 @@ func BenchmarkSigning(b *testing.B) {
 				} else {
 					pub = ""
 				}
-				if _, err := lx.Init(opts, lx.InitOptions{RequireSignatures: signed}); err != nil {
+				if _, err := lx.Init(opts, fixture.SignedInit(signed, "agent-a", pub)); err != nil {
 					b.Fatal(err)
 				}
 				s, err := lx.Open(opts)
@@ -73,7 +73,7 @@ func BenchmarkSignCommit(b *testing.B) {
 	dir := fixture.BenchDir(b)
 	keyPath, pub := fixture.BenchKey(b, b.TempDir())
 	opts := lx.Options{Dir: dir, Now: func() time.Time { return clock }, SigningKey: keyPath}
-	if _, err := lx.Init(opts, lx.InitOptions{RequireSignatures: true}); err != nil {
+	if _, err := lx.Init(opts, fixture.SignedInit(true, "agent-a", pub)); err != nil {
 		b.Fatal(err)
 	}
 	s, err := lx.Open(opts)

@@ -89,7 +89,7 @@ func BenchmarkServerHook(b *testing.B) {
 				client := fixture.BenchDir(b)
 				keyPath, pub := fixture.BenchKey(b, b.TempDir())
 				opts := loopx.Options{Dir: client, Now: func() time.Time { return clock }, SigningKey: keyPath}
-				if _, err := loopx.Init(opts, loopx.InitOptions{RequireSignatures: signed}); err != nil {
+				if _, err := loopx.Init(opts, fixture.SignedInit(signed, "agent-a", pub)); err != nil {
 					b.Fatal(err)
 				}
 				s, err := loopx.Open(opts)
