@@ -50,12 +50,15 @@ var floors = []struct {
 	{"internal/storeerr", []string{"gitstore", "lease"}},
 	{"gitstore/storetest", []string{"gitstore"}},
 	// The ground: the Git store, the board renderer, the pure domain.
-	{"gitstore", []string{"internal/fault"}},
+	{"gitstore", []string{"internal/fault", "internal/retry", "internal/clock"}},
 	{"markdown", []string{"lease"}},
 	{"lease", nil},
 	{"signing", nil},
 	{"web", nil},
 	{"internal/fault", nil},
+	// The one retry policy and the one clock of every loop that waits.
+	{"internal/retry", []string{"internal/clock"}},
+	{"internal/clock", nil},
 	{"bench/scalebench", nil},
 	{"bench/gogitfloor", nil},
 }
