@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/retry"
 )
 
 // The compare-and-swap cycle, once for every authority.
@@ -40,70 +41,31 @@ type TxResult struct {
 	Attempts, Conflicts int
 }
 
-// RetryPolicy bounds the retries of lost compare-and-swaps. Backoff is
-// exponential with full jitter on a slot that is the transaction's own
-// attempt time (a round trip to the authority and a decision): after the
-// n-th lost race the wait is random in [Initial, min(Max, slot×2^e)], e
-// growing with n and then falling (backoffExp). A
-// race is lost to someone whose attempt overlapped ours, so waits are
-// measured in attempts, not in fixed milliseconds: a few milliseconds on a
-// local ref, tens through a server; the expected wait grows until the
+// RetryPolicy bounds the retries of lost compare-and-swaps: the one retry
+// policy of loopx (internal/retry), whose slot (Base) a transaction sets
+// to its own attempt time (a round trip to the authority and a decision).
+// After the n-th lost race the wait is random in [Min, min(Max,
+// slot×2^e)], e growing with n over GrowFor races and then falling. A race
+// is lost to someone whose attempt overlapped ours, so waits are measured
+// in attempts, not in fixed milliseconds: a few milliseconds on a local
+// ref, tens through a server; the expected wait grows until the
 // contenders' attempts stop overlapping, and shrinks for the next
-// transaction. A transaction through a server also starts with the
-// contention its clone last saw there (contention.go), so a writer that
-// just won does not outrun the ones still waiting.
-type RetryPolicy struct {
-	// MaxAttempts bounds the decisions of one transaction.
-	MaxAttempts int
-	// Initial and Max bound each wait between attempts.
-	Initial, Max time.Duration
-	// Timeout bounds the whole transaction (0: none beyond ctx).
-	Timeout time.Duration
-}
+// transaction; a writer that has lost many races in a row retries sooner
+// than the ones that just arrived (age wins, and nobody is left waiting
+// while newcomers take every turn). A transaction through a server also
+// starts with the contention its clone last saw there (contention.go), so
+// a writer that just won does not outrun the ones still waiting.
+type RetryPolicy = retry.Policy
 
 // DefaultRetry is the policy of loopx's mutations: up to 200 attempts,
-// waits from 2 ms up to 2 s, two minutes in all. A lost compare-and-swap
-// costs one round trip to the authority; 16 writers on one server lose
-// many races, and none should give up while the others progress.
-var DefaultRetry = RetryPolicy{MaxAttempts: 200, Initial: 2 * time.Millisecond, Max: 2 * time.Second, Timeout: 2 * time.Minute}
-
-// growFor is the number of lost races over which the backoff window grows
-// (to 2^growFor slots: room for about that many contenders' attempts);
-// after that it shrinks again by half per lost race, down to one slot. A
-// writer that has lost many races in a row thus retries sooner than the
-// ones that just arrived: age wins, and nobody is left waiting while
-// newcomers take every turn.
-const growFor = 4
-
-// next returns the wait after the lost-th lost race (lost ≥ 1) of
-// attempts that take slot each.
-func (p RetryPolicy) next(lost int, slot time.Duration) time.Duration {
-	return p.window(backoffExp(lost), slot, func(n time.Duration) time.Duration { return rand.N(n) })
-}
-
-// backoffExp is the window's exponent after the lost-th lost race: it grows
-// to growFor, then shrinks to 0.
-func backoffExp(lost int) int {
-	lost = max(lost, 1)
-	if lost <= growFor {
-		return lost
-	}
-	return max(0, 2*growFor-lost)
-}
-
-// window is a wait drawn by rnd in [lo, hi): lo is Initial, hi is
-// slot×2^exp capped at Max.
-func (p RetryPolicy) window(exp int, slot time.Duration, rnd func(time.Duration) time.Duration) time.Duration {
-	lo := max(p.Initial, time.Microsecond)
-	hi := max(slot, lo) << min(max(exp, 0), 16)
-	if p.Max > 0 && hi > p.Max {
-		hi = p.Max
-	}
-	if hi <= lo {
-		return lo
-	}
-	return lo + rnd(hi-lo)
-}
+// full-jitter waits from 2 ms up to 2 s in a window that grows over 4
+// lost races (to 16 slots: room for about that many contenders'
+// attempts) and then shrinks, two minutes in all. A lost
+// compare-and-swap costs one round trip to the authority; 16 writers on
+// one server lose many races, and none should give up while the others
+// progress.
+var DefaultRetry = RetryPolicy{MaxAttempts: 200, Min: 2 * time.Millisecond, Max: 2 * time.Second,
+	Factor: 2, Jitter: 1, GrowFor: 4, Timeout: 2 * time.Minute}
 
 // Authority is where the ref's truth lives (LocalRef, or a Remote).
 type Authority interface {
@@ -253,11 +215,8 @@ func (s *Store) Transact(ctx context.Context, decide Decide) (Hash, error) {
 // transact is the cycle.
 func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy, decide Decide) (TxResult, error) {
 	var res TxResult
-	if policy.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, policy.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := policy.Bound(ctx)
+	defer cancel()
 	unlock, err := s.Lock(ctx, true)
 	if err != nil {
 		return res, err
@@ -271,7 +230,7 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 	}
 	defer func() { mem.after(res.Conflicts, slot) }()
 	for attempt := 1; ; attempt++ {
-		began := time.Now()
+		began := s.clock.Now()
 		head, guess, err := auth.head(ctx, s, attempt)
 		if err != nil {
 			return res, err
@@ -303,29 +262,25 @@ func (s *Store) transact(ctx context.Context, auth Authority, policy RetryPolicy
 		}
 		if errors.Is(err, errServerLock) {
 			if lockedSince.IsZero() {
-				lockedSince = time.Now()
-			} else if time.Since(lockedSince) > serverLockWait {
+				lockedSince = s.clock.Now()
+			} else if held := s.clock.Since(lockedSince); held > s.serverLockWait {
 				return res, fmt.Errorf("gitstore: the server's ref lock has stayed in place for %v: a git process on the server may have died holding it; the server's operator can remove the lock file when no push is running (%v): %w",
-					time.Since(lockedSince).Round(time.Second), err, ErrServerLocked)
+					held.Round(time.Second), err, ErrServerLocked)
 			}
 		} else {
 			lockedSince = time.Time{}
 		}
 		res.Conflicts++
-		if took := time.Since(began); slot == 0 {
+		if took := s.clock.Since(began); slot == 0 {
 			slot = took
 		} else {
 			slot = (3*slot + took) / 4
 		}
-		if policy.MaxAttempts > 0 && attempt >= policy.MaxAttempts {
+		if policy.Exhausted(attempt) {
 			return res, fmt.Errorf("gitstore: gave up after %d attempts: %w", attempt, err)
 		}
-		t := time.NewTimer(policy.next(res.Conflicts, slot))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, fmt.Errorf("gitstore: %w (after %w)", ctx.Err(), err)
-		case <-t.C:
+		if werr := policy.WithBase(slot).Wait(ctx, s.clock, res.Conflicts); werr != nil {
+			return res, fmt.Errorf("gitstore: %w (after %w)", werr, err)
 		}
 	}
 }

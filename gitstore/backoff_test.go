@@ -2,70 +2,191 @@ package gitstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/clock"
 )
 
-func TestBackoffExponent(t *testing.T) {
-	// The window grows over growFor lost races, then shrinks back to one
-	// slot: a writer that has lost many races in a row retries soonest.
-	for _, c := range []struct{ lost, exp int }{
-		{0, 1}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 3}, {6, 2}, {7, 1}, {8, 0}, {9, 0}, {50, 0},
-	} {
-		if got := backoffExp(c.lost); got != c.exp {
-			t.Errorf("backoffExp(%d) = %d, want %d", c.lost, got, c.exp)
+const guard = 10 * time.Second // real time: only a failing test waits this long
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// The windows DefaultRetry promises a transaction whose attempts take a
+// slot of 50 ms: full jitter from 2 ms, growing over 4 lost races to 16
+// slots, then shrinking back to one; capped at 2 s.
+func TestDefaultRetryWindows(t *testing.T) {
+	p := DefaultRetry.WithBase(50 * time.Millisecond)
+	for _, c := range []struct {
+		lost int
+		hi   time.Duration
+	}{{1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {3, 400 * time.Millisecond}, {4, 800 * time.Millisecond},
+		{5, 400 * time.Millisecond}, {6, 200 * time.Millisecond}, {7, 100 * time.Millisecond}, {8, 50 * time.Millisecond}, {50, 50 * time.Millisecond}} {
+		if lo, hi := p.Window(c.lost); lo != 2*time.Millisecond || hi != c.hi {
+			t.Errorf("after %d lost races: [%v, %v), want [2ms, %v)", c.lost, lo, hi, c.hi)
 		}
+	}
+	if _, hi := DefaultRetry.WithBase(time.Second).Window(4); hi != 2*time.Second {
+		t.Errorf("16 slots of 1s: %v, want the 2s cap", hi)
+	}
+	if lo, hi := DefaultRetry.Window(1); lo != 2*time.Millisecond || hi != 4*time.Millisecond {
+		t.Errorf("no slot measured: [%v, %v), want a slot of Min", lo, hi)
 	}
 }
 
-func TestBackoffWindow(t *testing.T) {
-	p := RetryPolicy{Initial: 2 * time.Millisecond, Max: 2 * time.Second}
-	top := func(n time.Duration) time.Duration { return n - 1 } // the window's end
-	bottom := func(time.Duration) time.Duration { return 0 }
-	for _, c := range []struct {
-		name     string
-		exp      int
-		slot     time.Duration
-		lo, hiEx time.Duration // the window [lo, hiEx)
-	}{
-		{"a slot of 50 ms, first loss", 1, 50 * time.Millisecond, 2 * time.Millisecond, 100 * time.Millisecond},
-		{"four losses: 16 slots", 4, 50 * time.Millisecond, 2 * time.Millisecond, 800 * time.Millisecond},
-		{"capped at Max", 6, 50 * time.Millisecond, 2 * time.Millisecond, 2 * time.Second},
-		{"one slot", 0, 50 * time.Millisecond, 2 * time.Millisecond, 50 * time.Millisecond},
-		{"a slot shorter than Initial counts as Initial", 1, time.Microsecond, 2 * time.Millisecond, 4 * time.Millisecond},
-		{"no slot measured yet", 0, 0, 2 * time.Millisecond, 2 * time.Millisecond},
-	} {
-		lo, hi := p.window(c.exp, c.slot, bottom), p.window(c.exp, c.slot, top)
-		want := c.hiEx - 1
-		if c.hiEx == c.lo {
-			want = c.lo
-		}
-		if lo != c.lo || hi != want {
-			t.Errorf("%s: window [%v, %v], want [%v, %v]", c.name, lo, hi, c.lo, want)
-		}
+// casSubject is a Repo whose head a foreign writer can move behind the
+// fence, on a fake clock.
+type casSubject struct {
+	name    string
+	repo    Repo
+	clk     *clock.Fake
+	foreign func(i int) // commits behind the fence
+}
+
+func casSubjects(t *testing.T, policy RetryPolicy) []casSubject {
+	return []casSubject{
+		func() casSubject {
+			clk := clock.NewFake(t0)
+			m := NewMemRepo(policy).WithClock(clk)
+			return casSubject{"mem", m, clk, func(i int) {
+				if _, err := m.ForeignCommit([]Change{put("n", fmt.Sprint(i))}, CommitInfo{Message: "foreign"}); err != nil {
+					t.Error(err)
+				}
+			}}
+		}(),
+		func() casSubject {
+			clk := clock.NewFake(t0)
+			s := openT(t, newRepo(t), Options{Clock: clk})
+			return casSubject{"git", s.Bind(LocalRef(), policy), clk, func(i int) {
+				h, _ := s.Head()
+				if _, err := s.Commit(h, []Change{put("n", fmt.Sprint(i))}, CommitInfo{Message: "foreign"}); err != nil {
+					t.Error(err)
+				}
+			}}
+		}(),
 	}
-	// The random draw stays inside the window.
-	for i := 0; i < 1000; i++ {
-		if d := p.next(3, 10*time.Millisecond); d < 2*time.Millisecond || d >= 80*time.Millisecond {
-			t.Fatalf("next(3, 10ms) = %v, outside [2ms, 80ms)", d)
+}
+
+// interfered runs a transaction on c whose first n decisions (all, for
+// n < 0) a foreign commit overtakes.
+func interfered(ctx context.Context, c casSubject, n int) (TxResult, error) {
+	calls := 0
+	return c.repo.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+		calls++
+		if n < 0 || calls <= n {
+			c.foreign(calls)
 		}
+		return &Proposal{Changes: []Change{put("mine", "1")}, Info: CommitInfo{Message: "mine"}}, nil
+	})
+}
+
+// A transaction that keeps losing its compare-and-swap waits, after each
+// lost race, a time drawn from the policy's window for that many losses,
+// on the store's clock; it gives up after MaxAttempts, and ends when its
+// context does. No real time passes.
+func TestTransactBacksOffOnItsClock(t *testing.T) {
+	policy := DefaultRetry
+	policy.MaxAttempts = 10
+	const losses = 9
+	for _, c := range casSubjects(t, policy) {
+		t.Run(c.name, func(t *testing.T) {
+			clk := c.clk
+			type outcome struct {
+				res TxResult
+				err error
+			}
+			done := make(chan outcome)
+			go func() {
+				res, err := interfered(context.Background(), c, losses)
+				done <- outcome{res, err}
+			}()
+			start := clk.Now()
+			var waited time.Duration
+			for n := 1; n <= losses; n++ {
+				d, ok := clk.NextTimer(guard)
+				if !ok {
+					t.Fatalf("no wait after lost race %d", n)
+				}
+				if lo, hi := policy.Window(n); d < lo || (hi > lo && d >= hi) || (hi == lo && d != lo) {
+					t.Fatalf("wait %v after lost race %d, outside [%v, %v)", d, n, lo, hi)
+				}
+				clk.Step(d)
+				waited += d
+			}
+			o := <-done
+			if o.err != nil || o.res.Conflicts != losses || o.res.Attempts != losses+1 || o.res.State.IsZero() {
+				t.Fatalf("result %+v, %v", o.res, o.err)
+			}
+			if got := clk.Since(start); got != waited {
+				t.Fatalf("the clock moved %v, the waits were %v", got, waited)
+			}
+		})
 	}
+	t.Run("gives up", func(t *testing.T) {
+		for _, c := range casSubjects(t, policy) {
+			clk := c.clk
+			done := make(chan error)
+			go func() { _, err := interfered(context.Background(), c, -1); done <- err }()
+			for n := 1; n < policy.MaxAttempts; n++ {
+				d, ok := clk.NextTimer(guard)
+				if !ok {
+					t.Fatalf("%s: no wait after lost race %d", c.name, n)
+				}
+				clk.Step(d)
+			}
+			if err := <-done; !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "gave up after 10 attempts") {
+				t.Fatalf("%s: after %d attempts: %v", c.name, policy.MaxAttempts, err)
+			}
+		}
+	})
+	t.Run("honours its context", func(t *testing.T) {
+		for _, c := range casSubjects(t, policy) {
+			clk := c.clk
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { _, err := interfered(ctx, c, -1); done <- err }()
+			if _, ok := clk.NextTimer(guard); !ok {
+				t.Fatalf("%s: no wait", c.name)
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) || !errors.Is(err, ErrConflict) {
+				t.Fatalf("%s: cancelled during its backoff: %v", c.name, err)
+			}
+		}
+	})
 }
 
 func TestContentionMemory(t *testing.T) {
-	s := openT(t, newRepoIn(t, t.TempDir()), Options{})
+	clk := clock.NewFake(t0)
+	s := openT(t, newRepoIn(t, t.TempDir()), Options{Clock: clk})
 	if s.contention(LocalRef()) != nil {
 		t.Fatal("the local ref keeps a contention note (its writers queue on the fence)")
 	}
 	r := &Remote{Name: "origin"}
-	p := RetryPolicy{Initial: time.Millisecond, Max: 2 * time.Second}
+	p := DefaultRetry
+	// waited runs before and returns the wait it made (0: none).
 	waited := func() time.Duration {
+		t.Helper()
 		m := s.contention(r)
-		t0 := time.Now()
-		if err := m.before(context.Background(), p); err != nil {
+		done := make(chan error)
+		go func() { done <- m.before(context.Background(), p) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		case <-waitTimer(clk):
+		}
+		d, _ := clk.NextTimer(guard)
+		clk.Step(d)
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		return time.Since(t0)
+		return d
 	}
 	// Nothing noted: no wait, and a transaction that lost nothing writes
 	// nothing.
@@ -73,24 +194,36 @@ func TestContentionMemory(t *testing.T) {
 	if data, _ := s.ReadSideFile(s.contention(r).name); data != nil {
 		t.Fatalf("an uncontended transaction wrote %q", data)
 	}
-	// A transaction that lost races leaves a note; the next one starts
-	// with a wait in that contention's window (4 losses of 100 ms
-	// attempts: up to 1.6 s, drawn at random; a draw under 20 ms 20 times
-	// in a row has odds below 10^-26).
-	s.contention(r).after(4, 100*time.Millisecond)
-	longest := time.Duration(0)
-	for i := 0; i < 20 && longest < 20*time.Millisecond; i++ {
-		longest = max(longest, waited())
+	if d := waited(); d != 0 {
+		t.Fatalf("no note, and a wait of %v", d)
 	}
-	if longest < 20*time.Millisecond {
-		t.Fatalf("after a contended transaction the next never waited (longest %v)", longest)
+	// A transaction that lost races leaves a note; the next one starts
+	// with a wait in that contention's window: 4 losses of 100 ms
+	// attempts, [2ms, 1.6s); 8 losses are the window of 4 (its peak), not
+	// the window an old loser has shrunk back to ([2ms, 100ms): 20 draws
+	// all under 100ms in [2ms, 1.6s) have odds below 10^-24).
+	for _, lost := range []int{4, 8} {
+		longest := time.Duration(0)
+		for range 20 {
+			s.contention(r).after(lost, 100*time.Millisecond)
+			d := waited()
+			if d < 2*time.Millisecond || d >= 1600*time.Millisecond {
+				t.Fatalf("after %d lost races the next waited %v, outside [2ms, 1.6s)", lost, d)
+			}
+			longest = max(longest, d)
+		}
+		if longest < 100*time.Millisecond {
+			t.Fatalf("after %d lost races the next waited at most %v in 20 draws", lost, longest)
+		}
+	}
+	s.contention(r).after(1, 100*time.Millisecond)
+	if d := waited(); d < 2*time.Millisecond || d >= 200*time.Millisecond {
+		t.Fatalf("after 1 lost race the next waited %v, outside [2ms, 200ms)", d)
 	}
 	// A note older than memoryFor is ignored; an uncontended transaction
 	// removes the note.
-	if err := s.WriteSideFile(s.contention(r).name, formatContention(4, 100*time.Millisecond, time.Now().Add(-memoryFor-time.Second)), false); err != nil {
-		t.Fatal(err)
-	}
-	if d := waited(); d > 15*time.Millisecond {
+	clk.Step(memoryFor + time.Millisecond)
+	if d := waited(); d != 0 {
 		t.Fatalf("a stale note made the transaction wait %v", d)
 	}
 	m := s.contention(r)
@@ -107,7 +240,30 @@ func TestContentionMemory(t *testing.T) {
 	if err := s.WriteSideFile(m.name, []byte("garbage"), false); err != nil {
 		t.Fatal(err)
 	}
-	if d := waited(); d > 15*time.Millisecond {
+	if d := waited(); d != 0 {
 		t.Fatalf("a damaged note made the transaction wait %v", d)
 	}
+	// A wait ends with its context.
+	s.contention(r).after(4, 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.contention(r).before(ctx, p) }()
+	if !clk.BlockUntil(1, guard) {
+		t.Fatal("no wait")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// waitTimer is closed once clk has a pending timer.
+func waitTimer(clk *clock.Fake) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		if clk.BlockUntil(1, guard) {
+			close(c)
+		}
+	}()
+	return c
 }

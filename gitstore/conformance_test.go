@@ -12,7 +12,7 @@ import (
 // The conformance suite against the real store (bound to its local ref)
 // and against the in-memory Repo.
 
-var quick = gitstore.RetryPolicy{MaxAttempts: 10, Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: time.Minute}
+var quick = gitstore.RetryPolicy{MaxAttempts: 10, Min: time.Millisecond, Factor: 2, Jitter: 1, Max: 10 * time.Millisecond, Timeout: time.Minute}
 
 func TestConformanceGit(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Subject {

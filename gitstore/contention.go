@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/clock"
 )
 
 // Contention remembered between processes.
@@ -59,19 +61,16 @@ func (m *contentionMemory) before(ctx context.Context, p RetryPolicy) error {
 	if !ok {
 		return nil
 	}
-	age := time.Since(at)
+	age := m.s.clock.Since(at)
 	if lost == 0 || age < 0 || age > memoryFor {
 		return nil
 	}
-	// The window of that contention (not of an old loser's priority).
-	t := time.NewTimer(p.window(min(lost, growFor), slot, func(n time.Duration) time.Duration { return rand.N(n) }))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("gitstore: %w", ctx.Err())
-	case <-t.C:
-		return nil
+	// The window of that contention at its peak (not of an old loser's
+	// priority, whose window has shrunk again).
+	if err := clock.Sleep(ctx, m.s.clock, p.WithBase(slot).PeakDelay(lost, rand.Float64())); err != nil {
+		return fmt.Errorf("gitstore: %w", err)
 	}
+	return nil
 }
 
 // after notes what this transaction met (best effort: it is advice).
@@ -85,7 +84,7 @@ func (m *contentionMemory) after(lost int, slot time.Duration) {
 		}
 		return
 	}
-	_ = m.s.WriteSideFile(m.name, formatContention(lost, slot, time.Now()), false)
+	_ = m.s.WriteSideFile(m.name, formatContention(lost, slot, m.s.clock.Now()), false)
 }
 
 func formatContention(lost int, slot time.Duration, at time.Time) []byte {

@@ -68,7 +68,7 @@ func (s *Store) Lock(ctx context.Context, exclusive bool) (unlock func(), err er
 	if err != nil {
 		return nil, fmt.Errorf("gitstore: fence %s: %w", path, ioError(err))
 	}
-	release, err := waitFence(ctx, f, exclusive, s.fenceTimeout)
+	release, err := waitFence(ctx, s.clock, f, exclusive, s.fenceTimeout)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			if ctx.Err() != nil {

@@ -9,21 +9,23 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/clock"
 )
 
 // waitFence takes an flock on f (exclusive or shared), waiting up to
-// timeout or until ctx is done (see "The writer fence" in fence.go); it
+// timeout (on clk) or until ctx is done (see "The writer fence" in fence.go); it
 // fails with ErrBusy then. On any error f is closed, or left to the waiting
 // goroutine, which closes it. The fence is held on f itself: closing f
 // releases it, and release has nothing more to do.
-func waitFence(ctx context.Context, f *os.File, exclusive bool, timeout time.Duration) (release func(), err error) {
-	if err := waitFlock(ctx, f, exclusive, timeout); err != nil {
+func waitFence(ctx context.Context, clk clock.Clock, f *os.File, exclusive bool, timeout time.Duration) (release func(), err error) {
+	if err := waitFlock(ctx, clk, f, exclusive, timeout); err != nil {
 		return nil, err
 	}
 	return func() {}, nil
 }
 
-func waitFlock(ctx context.Context, f *os.File, exclusive bool, timeout time.Duration) error {
+func waitFlock(ctx context.Context, clk clock.Clock, f *os.File, exclusive bool, timeout time.Duration) error {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -56,7 +58,7 @@ func waitFlock(ctx context.Context, f *os.File, exclusive bool, timeout time.Dur
 		}
 		done <- err
 	}()
-	t := time.NewTimer(timeout)
+	t := clk.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case err := <-done:
@@ -64,7 +66,7 @@ func waitFlock(ctx context.Context, f *os.File, exclusive bool, timeout time.Dur
 			f.Close()
 		}
 		return err
-	case <-t.C:
+	case <-t.C():
 	case <-ctx.Done():
 	}
 	mu.Lock()

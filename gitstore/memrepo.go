@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/loopx-dev/loopx/internal/clock"
 )
 
 // MemRepo is an in-memory Repo: commits are whole file maps, the ref a
@@ -27,6 +29,7 @@ type MemRepo struct {
 	head    Hash
 	side    map[string][]byte
 	policy  RetryPolicy
+	clock   clock.Clock // what retries wait on
 }
 
 type memCommit struct {
@@ -38,7 +41,14 @@ type memCommit struct {
 
 // NewMemRepo returns an empty MemRepo retried by policy.
 func NewMemRepo(policy RetryPolicy) *MemRepo {
-	return &MemRepo{commits: map[Hash]*memCommit{}, side: map[string][]byte{}, policy: policy}
+	return &MemRepo{commits: map[Hash]*memCommit{}, side: map[string][]byte{}, policy: policy, clock: clock.Real}
+}
+
+// WithClock makes m's retries wait on c (a fake clock in tests); it
+// returns m.
+func (m *MemRepo) WithClock(c clock.Clock) *MemRepo {
+	m.clock = clock.Or(c)
+	return m
 }
 
 // Head returns the ref's value.
@@ -94,11 +104,8 @@ func (m *MemRepo) ForeignCommit(changes []Change, info CommitInfo) (Hash, error)
 // Transact is the compare-and-swap cycle of authority.go on the variable.
 func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error) {
 	var res TxResult
-	if m.policy.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, m.policy.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := m.policy.Bound(ctx)
+	defer cancel()
 	m.fence.Lock()
 	defer m.fence.Unlock()
 	for attempt := 1; ; attempt++ {
@@ -131,14 +138,11 @@ func (m *MemRepo) Transact(ctx context.Context, decide Decide) (TxResult, error)
 		}
 		m.mu.Unlock()
 		res.Conflicts++
-		if m.policy.MaxAttempts > 0 && attempt >= m.policy.MaxAttempts {
+		if m.policy.Exhausted(attempt) {
 			return res, fmt.Errorf("gitstore: mem: gave up after %d attempts: %w", attempt, ErrConflict)
 		}
-		wait := m.policy.next(res.Conflicts, 0)
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("gitstore: mem: %w (after %w)", ctx.Err(), ErrConflict)
-		case <-time.After(wait):
+		if err := m.policy.Wait(ctx, m.clock, res.Conflicts); err != nil {
+			return res, fmt.Errorf("gitstore: mem: %w (after %w)", err, ErrConflict)
 		}
 	}
 }

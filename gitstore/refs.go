@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/loopx-dev/loopx/internal/clock"
+	"github.com/loopx-dev/loopx/internal/retry"
 )
 
 // Head returns the current value of the store's ref, or ZeroHash if the ref
@@ -31,7 +35,7 @@ func readRef(commonDir, ref string) (Hash, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
-			time.Sleep(time.Duration(attempt) * time.Millisecond)
+			_ = clock.Sleep(context.Background(), clock.Real, oddReadRetry.Delay(attempt, 0))
 		}
 		b, err := os.ReadFile(name)
 		if errors.Is(err, os.ErrNotExist) || isDirError(err, name) {
@@ -142,6 +146,14 @@ const (
 )
 
 var refLockCounter atomic.Uint64
+
+// refLockPoll spaces the looks at a <ref>.lock held by someone else: 1ms,
+// doubling to 20ms (git holds one for milliseconds). oddReadRetry spaces
+// the reads of a ref file that read oddly: 1, 2, 4, 8ms.
+var (
+	refLockPoll  = retry.Policy{Base: 500 * time.Microsecond, Factor: 2, Max: 20 * time.Millisecond}
+	oddReadRetry = retry.Policy{Base: 500 * time.Microsecond, Factor: 2}
+)
 
 // testHook, if set, is called at named points of Commit (tests use it to
 // widen crash windows).
@@ -279,9 +291,8 @@ func shortHash(h Hash) string {
 // links, exclusively with content), waiting up to refLockWait for a lock
 // held by someone else and removing stale loopx locks.
 func (s *Store) acquireRefLock(tmp, lockPath string, content []byte) error {
-	deadline := time.Now().Add(refLockWait)
-	delay := time.Millisecond
-	for {
+	deadline := s.clock.Now().Add(refLockWait)
+	for n := 1; ; n++ {
 		err := injected("ref-lock", "link", lockPath)
 		if err != nil {
 			return fmt.Errorf("gitstore: %w", ioError(err))
@@ -314,11 +325,10 @@ func (s *Store) acquireRefLock(tmp, lockPath string, content []byte) error {
 		if s.removeStaleRefLock(lockPath) {
 			continue
 		}
-		if time.Now().After(deadline) {
+		if s.clock.Now().After(deadline) {
 			return s.refLockBusy(lockPath)
 		}
-		time.Sleep(delay)
-		delay = min(2*delay, 20*time.Millisecond)
+		_ = clock.Sleep(context.Background(), s.clock, refLockPoll.Delay(n, 0))
 	}
 }
 

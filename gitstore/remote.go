@@ -312,15 +312,15 @@ func (s *Store) hasCommit(h Hash) bool {
 var errServerLock = errors.New("the server's ref lock file exists")
 
 // ErrServerLocked is returned (wrapped) when the server's ref lock file
-// stayed in place across serverLockWait of retries: most likely left by a
+// stayed in place across Options.ServerLockWait of retries: most likely left by a
 // git process that died on the server. Retry later; the server's operator
 // can remove it.
 var ErrServerLocked = errors.New("the server's ref lock file stays in place")
 
-// serverLockWait is how long pushes may keep finding the server's ref lock
-// file in place before it is taken for a stale one (a concurrent push
-// holds it for milliseconds).
-var serverLockWait = 10 * time.Second
+// DefaultServerLockWait is how long pushes may keep finding the server's
+// ref lock file in place before it is taken for a stale one (a concurrent
+// push holds it for milliseconds): Options.ServerLockWait.
+const DefaultServerLockWait = 10 * time.Second
 
 // Why a server that answered did not apply a push, from its status and
 // messages (git receive-pack's wording).

@@ -11,6 +11,8 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/loopx-dev/loopx/internal/clock"
 )
 
 // Hash is a Git object name. ZeroHash means "no commit" (an absent ref).
@@ -62,6 +64,13 @@ type Options struct {
 	// FenceTimeout bounds how long Lock waits for the writer fence.
 	// Default DefaultFenceTimeout.
 	FenceTimeout time.Duration
+	// ServerLockWait is how long pushes may keep finding the server's ref
+	// lock file in place before it is taken for a stale one. Default
+	// DefaultServerLockWait.
+	ServerLockWait time.Duration
+	// Clock is what the store waits on and measures its waits with
+	// (retries, backoff, the fence's deadline); default the real clock.
+	Clock clock.Clock
 }
 
 // Store is a transactional store of files on one Git ref.
@@ -71,11 +80,13 @@ type Options struct {
 // Several processes may open the same repository at once; writers are
 // serialised by the writer fence (Lock).
 type Store struct {
-	ref          string
-	fenceTimeout time.Duration
-	gitDir       string // this worktree's git dir
-	commonDir    string // shared git dir: objects, refs, locks
-	workDir      string // top of the working tree; "" if bare
+	ref            string
+	fenceTimeout   time.Duration
+	serverLockWait time.Duration
+	clock          clock.Clock
+	gitDir         string // this worktree's git dir
+	commonDir      string // shared git dir: objects, refs, locks
+	workDir        string // top of the working tree; "" if bare
 
 	mu      sync.Mutex // guards everything below and all object access
 	repo    *git.Repository
@@ -161,13 +172,19 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("gitstore: open %s: %w", abs, err)
 	}
+	lockWait := opts.ServerLockWait
+	if lockWait <= 0 {
+		lockWait = DefaultServerLockWait
+	}
 	s := &Store{
-		ref:          ref,
-		fenceTimeout: timeout,
-		gitDir:       gitDir,
-		commonDir:    commonDir,
-		workDir:      workDir,
-		repo:         repo,
+		ref:            ref,
+		fenceTimeout:   timeout,
+		serverLockWait: lockWait,
+		clock:          clock.Or(opts.Clock),
+		gitDir:         gitDir,
+		commonDir:      commonDir,
+		workDir:        workDir,
+		repo:           repo,
 	}
 	s.odb = newObjectDB(commonDir, repo)
 	s.odb.onTemp = s.markTemp

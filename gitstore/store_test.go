@@ -534,7 +534,7 @@ func TestTransact(t *testing.T) {
 	}
 	// A writer that always interferes makes Transact give up.
 	calls = 0
-	policy := RetryPolicy{MaxAttempts: 5, Initial: time.Millisecond, Max: 4 * time.Millisecond}
+	policy := RetryPolicy{MaxAttempts: 5, Min: time.Millisecond, Factor: 2, Max: 4 * time.Millisecond, Jitter: 1}
 	_, err = s.transact(ctx, LocalRef(), policy, func(sn *Snapshot) (*Proposal, error) {
 		calls++
 		tree := runGitT(t, dir, "rev-parse", DefaultRef+"^{tree}")
