@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/internal/derived"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
@@ -60,13 +61,19 @@ type Options struct {
 	// DefaultGoal is used when a command names no goal (e.g. LOOPX_GOAL);
 	// the registry's default_goal takes precedence.
 	DefaultGoal string
-	// Now is the clock; default time.Now.
+	// Now is the decision clock: the time a mutation is decided at and
+	// its commit dated (LOOPX_NOW fixes it); default Clock's. It never
+	// sleeps.
 	Now func() time.Time
-	// SystemClock is the real clock (default time.Now), which a fixed Now
+	// SystemClock is the real time (default Clock's), which a fixed Now
 	// (LOOPX_NOW) does not replace where real time must decide:
 	// clock-reset is decided at it and verify --history reports commits
 	// dated beyond the skew bound ahead of it (contract section 8).
 	SystemClock func() time.Time
+	// Clock is the clock everything that waits waits on (compare-and-swap
+	// backoff, the fence's deadline, --wait, a held lease's renewals)
+	// and measures its waits with; default the machine's (internal/clock).
+	Clock clock.Clock
 	// FenceTimeout bounds the wait for the writer fence (default 10s).
 	FenceTimeout time.Duration
 	// FailProjection makes board delivery fail (fault injection for tests).
@@ -111,15 +118,15 @@ func (o *Options) now() time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
-	return time.Now()
+	return clock.Or(o.Clock).Now()
 }
 
-// systemNow is the real clock (Options.SystemClock).
+// systemNow is the real time (Options.SystemClock).
 func (o *Options) systemNow() time.Time {
 	if o.SystemClock != nil {
 		return o.SystemClock()
 	}
-	return time.Now()
+	return clock.Or(o.Clock).Now()
 }
 
 // newStoreID names a new store: 128 random bits, or with a fixed clock
@@ -183,7 +190,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	gopts := gitstore.Options{Ref: DefaultRef, FenceTimeout: opts.FenceTimeout}
+	gopts := gitstore.Options{Ref: DefaultRef, FenceTimeout: opts.FenceTimeout, Clock: opts.Clock}
 	probe, err := gitstore.Open(repoDir, gopts)
 	if err != nil {
 		return nil, storeerr.Map(err)
@@ -274,9 +281,12 @@ func (s *Store) Derived() *derived.Cache { return s.derived }
 // Now is the store's clock (Options.Now; LOOPX_NOW).
 func (s *Store) Now() time.Time { return s.opts.now() }
 
-// SystemNow is the real clock (Options.SystemClock), which a fixed Now does
+// SystemNow is the real time (Options.SystemClock), which a fixed Now does
 // not replace where real time must decide.
 func (s *Store) SystemNow() time.Time { return s.opts.systemNow() }
+
+// Clock is the clock the store's waits wait on (Options.Clock).
+func (s *Store) Clock() clock.Clock { return clock.Or(s.opts.Clock) }
 
 // Remote is the remote the store's authority lives on ("" for a local store).
 func (s *Store) Remote() string { return s.remote.Name() }

@@ -38,7 +38,7 @@ func (s *Store) ProbeHead(ctx context.Context) (gitstore.Hash, error) {
 func (s *Store) PollsRemote() bool { return s.remote.Online() }
 
 // WatchRef notifies changes of the local ref.
-func (s *Store) WatchRef() *gitstore.RefWatch { return s.git.WatchRef() }
+func (s *Store) WatchRef() gitstore.Watcher { return s.git.WatchRef() }
 
 // NextExpiry returns how long until the soonest expiry of a claim or lease
 // in force in goal, judged on the head a waiting request last decided on

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -32,10 +33,14 @@ type Store interface {
 	// than the local ref (watched).
 	PollsRemote() bool
 	// WatchRef notifies changes of the local ref.
-	WatchRef() *gitstore.RefWatch
+	WatchRef() gitstore.Watcher
 	// NextExpiry is how long until the soonest expiry in force in goal
 	// (ok false: none known).
 	NextExpiry(goal string) (d time.Duration, ok bool)
+	// Clock is what the loop waits on and measures its waits with (the
+	// machine's clock; a fake in tests). The store's decision clock
+	// (LOOPX_NOW) stays the store's: the loop never sleeps on it.
+	Clock() clock.Clock
 }
 
 var _ Store = (*loopx.Store)(nil)

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/internal/clock"
+	"github.com/loopx-dev/loopx/internal/retry"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -74,14 +76,15 @@ func (p HoldPolicy) Check(ttl time.Duration) error {
 	return nil
 }
 
-// shorten is d less a random fraction (r in [0,1)) of up to Jitter.
-func (p HoldPolicy) shorten(d time.Duration, r float64) time.Duration {
-	return d - time.Duration(float64(d)*p.Jitter*r)
+// period is a wait of d shortened by up to Jitter, as the retry policy
+// draws it (r in [0,1): r=0 is the whole period).
+func (p HoldPolicy) period(d time.Duration, r float64) time.Duration {
+	return retry.Policy{Base: d, Jitter: p.Jitter}.Delay(1, 1-r)
 }
 
 // renewAt is when to renew after a successful renewal sent at lastOK.
 func (p HoldPolicy) renewAt(lastOK time.Time, r float64) time.Time {
-	return lastOK.Add(p.shorten(p.RenewEvery, r))
+	return lastOK.Add(p.period(p.RenewEvery, r))
 }
 
 // deadline is when the lease counts as lost after lastOK.
@@ -90,7 +93,7 @@ func (p HoldPolicy) deadline(lastOK time.Time) time.Time { return lastOK.Add(p.R
 // retryAt is when to retry after a transient failure at now: a retry
 // period later, never after the deadline.
 func (p HoldPolicy) retryAt(now, lastOK time.Time, r float64) time.Time {
-	at := now.Add(p.shorten(p.RetryPeriod, r))
+	at := now.Add(p.period(p.RetryPeriod, r))
 	if d := p.deadline(lastOK); at.After(d) {
 		return d
 	}
@@ -185,22 +188,11 @@ type holdOps interface {
 	Inspect(goal, todo string) (*loopx.Result[lease.LeaseResult], error)
 }
 
-// clock is the time source of a Hold (a fake in tests).
-type clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Hold is a lease being held: renewed in the background until Stop,
 // Release or Complete, or until it is lost.
 type Hold struct {
 	ops    holdOps
-	clk    clock
+	clk    clock.Clock // the store's (Store.Clock)
 	rnd    func() float64
 	policy HoldPolicy
 	ttl    int64
@@ -245,6 +237,7 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	}
 	w := req.Wait
 	w.Stats = stats
+	clk := s.Clock()
 	var (
 		sent    time.Time
 		granted loopx.Reply
@@ -255,7 +248,7 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	if req.Claim {
 		var res *loopx.Result[lease.TodoResult]
 		res, err = waitIf(ctx, s, a.Goal, w, func() (*loopx.Result[lease.TodoResult], error) {
-			sent = time.Now()
+			sent = clk.Now()
 			return s.Claim(lease.ClaimRequest{Goal: a.Goal, Todo: a.Todo, Actor: a.Owner, LeaseKey: a.IdempotencyKey,
 				LeaseTTLSeconds: a.TTLSeconds})
 		})
@@ -265,7 +258,7 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	} else {
 		var res *loopx.Result[lease.LeaseResult]
 		res, err = waitIf(ctx, s, a.Goal, w, func() (*loopx.Result[lease.LeaseResult], error) {
-			sent = time.Now()
+			sent = clk.Now()
 			return s.Acquire(a)
 		})
 		if res != nil {
@@ -278,7 +271,7 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	if lv == nil || lv.Lease == nil || !lv.Effective || lv.Status != lease.LeaseActive {
 		return nil, granted, lease.Errorf(lease.CodeLeaseNotActive, "the lease was not granted (%s)", granted.Env().Status)
 	}
-	h := newHold(s, realClock{}, policy, req.OnLost, HeldLease{Goal: goal, Todo: lv.TodoID, Owner: lv.Owner,
+	h := newHold(s, clk, policy, req.OnLost, HeldLease{Goal: goal, Todo: lv.TodoID, Owner: lv.Owner,
 		IdempotencyKey: lv.IdempotencyKey, Version: lv.Version, Epoch: lv.Epoch, WriteScopes: lv.WriteScopes,
 		ExpiresAt: lv.ExpiresAt}, a.TTLSeconds, sent).start()
 	return h, granted, nil
@@ -293,7 +286,7 @@ func waitIf[T any](ctx context.Context, s Store, goal string, w WaitOptions, att
 	return attempt()
 }
 
-func newHold(ops holdOps, clk clock, policy HoldPolicy, onLost func(*lease.Error), cur HeldLease, ttl int64, lastOK time.Time) *Hold {
+func newHold(ops holdOps, clk clock.Clock, policy HoldPolicy, onLost func(*lease.Error), cur HeldLease, ttl int64, lastOK time.Time) *Hold {
 	h := &Hold{ops: ops, clk: clk, rnd: rand.Float64, policy: policy, ttl: ttl, onLost: onLost,
 		x: execution{owner: cur.Owner, key: cur.IdempotencyKey, epoch: cur.Epoch}, cur: cur, lastOK: lastOK,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
@@ -379,7 +372,7 @@ func (h *Hold) adopt(lv *lease.LeaseView, sent time.Time) {
 	}
 }
 
-// sleep waits until at; false when stopped first.
+// sleep waits until at on the clock; false when stopped first.
 func (h *Hold) sleep(at time.Time) bool {
 	d := at.Sub(h.clk.Now())
 	if d <= 0 {
@@ -390,10 +383,12 @@ func (h *Hold) sleep(at time.Time) bool {
 			return true
 		}
 	}
+	t := h.clk.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-h.stop:
 		return false
-	case <-h.clk.After(d):
+	case <-t.C():
 		return true
 	}
 }
@@ -426,9 +421,11 @@ func (h *Hold) loop() {
 			ch <- renewReply{res, err}
 		}()
 		var rep renewReply
+		guard := h.clk.NewTimer(deadline.Sub(sent))
 		select {
 		case rep = <-ch:
-		case <-h.clk.After(deadline.Sub(sent)):
+			guard.Stop()
+		case <-guard.C():
 			h.lose(deadlineError(h.policy, lastErr))
 			rep = <-ch // the store is the caller's again only after this call
 			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
@@ -436,6 +433,7 @@ func (h *Hold) loop() {
 			}
 			return
 		case <-h.stop:
+			guard.Stop()
 			rep = <-ch
 			if act, _ := classifyRenew(rep.res, rep.err, h.x); act == actRenewed {
 				h.adopt(rep.res.Data.Lease, sent)
@@ -537,11 +535,11 @@ func finish[T any](h *Hold, call func(HeldLease) (*loopx.Result[T], error)) (*lo
 			h.adopt(lv, time.Time{})
 		case !ok || lease.ClassOf(le.Code) == lease.Transient:
 			expiry := lastOK.Add(time.Duration(h.ttl) * time.Second)
-			at := h.clk.Now().Add(h.policy.shorten(h.policy.RetryPeriod, h.rnd()))
+			at := h.clk.Now().Add(h.policy.period(h.policy.RetryPeriod, h.rnd()))
 			if !at.Before(expiry) {
 				return res, err
 			}
-			<-h.clk.After(at.Sub(h.clk.Now()))
+			_ = clock.SleepUntil(context.Background(), h.clk, at)
 			if !h.clk.Now().Before(expiry) {
 				return res, err
 			}

@@ -6,62 +6,16 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/lease"
 )
 
 // The renewal loop against a fake clock and fake store operations: every
-// timer the loop starts is reported to the test (afters), which advances
-// the clock, and every store call waits for the test's reply.
+// timer the loop starts is reported to the test (clock.Fake's NextTimer),
+// which moves the clock, and every store call waits for the test's reply.
+// Nothing sleeps: the only real-time waits are guards against a hung test.
 
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-	afters chan time.Duration
-}
-
-func newFakeClock(t0 time.Time) *fakeClock {
-	return &fakeClock{now: t0, afters: make(chan time.Duration, 100)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-	} else {
-		c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
-	}
-	c.mu.Unlock()
-	c.afters <- d
-	return ch
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.ch <- c.now
-		} else {
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-}
+const guard = 5 * time.Second
 
 type fakeCall struct {
 	op      string
@@ -101,7 +55,7 @@ var holdT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // TTL 30s: renew every 10s, retry every 2s, deadline 20s, no jitter.
 type holdFix struct {
 	t      *testing.T
-	clk    *fakeClock
+	clk    *clock.Fake
 	ops    *fakeOps
 	h      *Hold
 	lostMu sync.Mutex
@@ -109,7 +63,7 @@ type holdFix struct {
 }
 
 func newHoldFix(t *testing.T) *holdFix {
-	f := &holdFix{t: t, clk: newFakeClock(holdT0), ops: &fakeOps{calls: make(chan fakeCall)}}
+	f := &holdFix{t: t, clk: clock.NewFake(holdT0), ops: &fakeOps{calls: make(chan fakeCall)}}
 	p := HoldPolicy{RenewEvery: 10 * time.Second, RetryPeriod: 2 * time.Second, RenewDeadline: 20 * time.Second}
 	cur := HeldLease{Goal: "g", Todo: "todo_work", Owner: "agent-a", IdempotencyKey: "k1", Version: 1, Epoch: 2}
 	f.h = newHold(f.ops, f.clk, p, func(e *lease.Error) {
@@ -133,13 +87,12 @@ func newHoldFix(t *testing.T) *holdFix {
 // after expects the loop to start a timer of d.
 func (f *holdFix) after(d time.Duration) {
 	f.t.Helper()
-	select {
-	case got := <-f.clk.afters:
-		if got != d {
-			f.t.Fatalf("timer of %v, want %v", got, d)
-		}
-	case <-time.After(5 * time.Second):
+	got, ok := f.clk.NextTimer(guard)
+	if !ok {
 		f.t.Fatalf("no timer started (want %v)", d)
+	}
+	if got != d {
+		f.t.Fatalf("timer of %v, want %v", got, d)
 	}
 }
 
@@ -152,7 +105,7 @@ func (f *holdFix) expect(op string, version int64) fakeCall {
 			f.t.Fatalf("call %s v%d, want %s v%d", c.op, c.version, op, version)
 		}
 		return c
-	case <-time.After(5 * time.Second):
+	case <-time.After(guard):
 		f.t.Fatalf("no %s call", op)
 	}
 	return fakeCall{}
@@ -176,7 +129,7 @@ func refused(code lease.Code) renewReply {
 func (f *holdFix) renewAfter(d time.Duration, deadlineIn time.Duration, v int64) fakeCall {
 	f.t.Helper()
 	f.after(d)
-	f.clk.Advance(d)
+	f.clk.Step(d)
 	f.after(deadlineIn) // the deadline guard while the renewal is in flight
 	return f.expect("renew", v)
 }
@@ -185,7 +138,7 @@ func (f *holdFix) lost() *lease.Error {
 	f.t.Helper()
 	select {
 	case <-f.h.Lost():
-	case <-time.After(5 * time.Second):
+	case <-time.After(guard):
 		f.t.Fatal("the lease was not lost")
 	}
 	f.lostMu.Lock()
@@ -223,7 +176,7 @@ func TestHoldRenewsRetriesAndGivesUpAtTheDeadline(t *testing.T) {
 	}
 	f.notLost()
 	// t0+32..: every renewal fails transiently; the deadline is t0+22+20.
-	f.clk.Advance(10 * time.Second)
+	f.clk.Step(10 * time.Second)
 	f.after(10 * time.Second)
 	f.expect("renew", 3).reply <- refused(lease.CodeRemoteUnavailable)
 	for i, left := 0, 8*time.Second; left > 0; i, left = i+1, left-2*time.Second {
@@ -232,13 +185,23 @@ func TestHoldRenewsRetriesAndGivesUpAtTheDeadline(t *testing.T) {
 	}
 	// t0+42: the retry is due at the deadline itself: lost, no renewal sent.
 	f.after(2 * time.Second)
-	f.clk.Advance(2 * time.Second)
+	f.clk.Step(2 * time.Second)
 	e := f.lost()
+	// The loop has ended without sending anything (one that sent a
+	// renewal would wait for its answer).
+	select {
+	case <-f.h.done:
+	case c := <-f.ops.calls:
+		c.reply <- refused(lease.CodeStoreBusy)
+		t.Fatalf("a %s was sent at the deadline", c.op)
+	case <-time.After(guard):
+		t.Fatal("the loop did not end")
+	}
 	select {
 	case c := <-f.ops.calls:
 		c.reply <- refused(lease.CodeStoreBusy)
 		t.Fatalf("a %s was sent at the deadline", c.op)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	if e.Code != lease.CodeLeaseNotActive || e.Details["last_error_code"] != lease.CodeRemoteUnavailable {
 		t.Fatalf("lost with %v %v", e.Code, e.Details)
@@ -307,21 +270,17 @@ func TestHoldVersionMismatch(t *testing.T) {
 func TestHoldDeadlineWhileARenewalHangs(t *testing.T) {
 	f := newHoldFix(t)
 	c := f.renewAfter(10*time.Second, 10*time.Second, 1)
-	f.clk.Advance(10 * time.Second) // t0+20: the deadline passes with the renewal in flight
+	f.clk.Step(10 * time.Second) // t0+20: the deadline passes with the renewal in flight
 	e := f.lost()
 	if e.Code != lease.CodeLeaseNotActive {
 		t.Fatalf("lost with %s", e.Code)
 	}
 	stopped := make(chan HeldLease)
 	go func() { stopped <- f.h.Stop() }()
-	select {
-	case <-stopped:
-		t.Fatal("Stop returned while a renewal was in flight")
-	case <-time.After(50 * time.Millisecond):
-	}
+	<-f.h.stop         // Stop has been called (and must wait for the renewal in flight)
 	c.reply <- ours(2) // it succeeded late: the version is known for the release
 	if l := <-stopped; l.Version != 2 {
-		t.Fatalf("version %d after the late renewal", l.Version)
+		t.Fatalf("version %d after the late renewal: Stop did not wait for it", l.Version)
 	}
 }
 
@@ -330,10 +289,10 @@ func TestHoldStopWaitsForTheRenewalInFlight(t *testing.T) {
 	c := f.renewAfter(10*time.Second, 10*time.Second, 1)
 	stopped := make(chan HeldLease)
 	go func() { stopped <- f.h.Stop() }()
-	time.Sleep(20 * time.Millisecond)
+	<-f.h.stop // Stop has been called
 	c.reply <- ours(2)
 	if l := <-stopped; l.Version != 2 {
-		t.Fatalf("version %d", l.Version)
+		t.Fatalf("version %d: Stop did not wait for the renewal in flight", l.Version)
 	}
 	f.notLost()
 }
@@ -345,7 +304,7 @@ func TestHoldReleaseRetriesAndAdopts(t *testing.T) {
 	go func() { _, err := f.h.Release(); done <- err }()
 	f.expect("release", 1).reply <- refused(lease.CodeStoreBusy)
 	f.after(2 * time.Second)
-	f.clk.Advance(2 * time.Second)
+	f.clk.Step(2 * time.Second)
 	// The work used the proof meanwhile: version 3 of this execution.
 	f.expect("release", 1).reply <- refused(lease.CodeVersionMismatch)
 	f.expect("inspect", 0).reply <- ours(3)
@@ -363,7 +322,7 @@ func TestHoldReleaseGivesUpAtExpiry(t *testing.T) {
 	for i := 0; i < 14; i++ { // t0 .. t0+28, every 2s
 		f.expect("release", 1).reply <- refused(lease.CodeRemoteUnavailable)
 		f.after(2 * time.Second)
-		f.clk.Advance(2 * time.Second)
+		f.clk.Step(2 * time.Second)
 	}
 	f.expect("release", 1).reply <- refused(lease.CodeRemoteUnavailable) // t0+28: the next would be at expiry
 	if e, ok := lease.AsError(<-done); !ok || e.Code != lease.CodeRemoteUnavailable {

@@ -200,7 +200,7 @@ wait:
 		case <-lost:
 			lost = nil
 			terminate(cmd.Process)
-			kill = time.After(req.Grace)
+			kill = s.Clock().After(req.Grace)
 		case <-kill:
 			_ = cmd.Process.Kill()
 		case <-exited:

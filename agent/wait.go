@@ -35,6 +35,8 @@ import (
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/clock"
+	"github.com/loopx-dev/loopx/internal/retry"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -80,32 +82,22 @@ type PollPolicy struct {
 	// Local is the fallback interval of ref reads with file notifications;
 	// LocalNoNotify without them.
 	Local, LocalNoNotify time.Duration
-	// RemoteMin and RemoteMax bound the remote polling interval, which
-	// grows by RemoteFactor after each poll that saw no change.
-	RemoteMin, RemoteMax time.Duration
-	RemoteFactor         float64
+	// Remote spaces the polls of the server's head: the n-th poll of a
+	// wait waits in Remote's window n (growing, each drawn from the upper
+	// half of its window).
+	Remote retry.Policy
+	// Spread is the wait before deciding again once the head moved: the
+	// writers that woke together spread their decisions, since each takes
+	// the writer fence.
+	Spread retry.Policy
 }
 
-// DefaultPollPolicy is the polling of --wait.
+// DefaultPollPolicy is the polling of --wait: locally a ref read every
+// second besides notifications (every 100ms without them); remotely polls
+// from 200ms, growing by 1.6 to 5s; decisions spread over 20ms.
 var DefaultPollPolicy = PollPolicy{Local: time.Second, LocalNoNotify: 100 * time.Millisecond,
-	RemoteMin: 200 * time.Millisecond, RemoteMax: 5 * time.Second, RemoteFactor: 1.6}
-
-// jitterUpper draws a duration uniformly from [d/2, d].
-func jitterUpper(d time.Duration, r float64) time.Duration {
-	return d/2 + time.Duration(float64(d/2)*r)
-}
-
-// nextInterval is the remote polling interval after one that saw no change.
-func (p PollPolicy) nextInterval(d time.Duration) time.Duration {
-	if d < p.RemoteMin {
-		return p.RemoteMin
-	}
-	n := time.Duration(float64(d) * p.RemoteFactor)
-	if n > p.RemoteMax {
-		n = p.RemoteMax
-	}
-	return n
-}
+	Remote: retry.Policy{Base: 125 * time.Millisecond, Factor: 1.6, Max: 5 * time.Second, Jitter: 0.5},
+	Spread: retry.Policy{Base: 20 * time.Millisecond, Jitter: 1}}
 
 // expirySlack is added to an expiry before re-deciding: the decision time
 // is whole seconds, and the expiry must be strictly in the past.
@@ -144,7 +136,8 @@ func nothingClaimed(res *loopx.Result[lease.TodoResult]) bool {
 }
 
 // waitFor decides attempt until it is not blocked or the deadline passes
-// (see the file comment).
+// (see the file comment). It waits on the store's clock and ends, with the
+// last answer and ctx's error, when ctx does.
 func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error), blocked func(*loopx.Result[T], error) bool) (*loopx.Result[T], error) {
 	stats := w.Stats
 	if stats == nil {
@@ -154,30 +147,31 @@ func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, at
 	if w.Poll != nil {
 		policy = *w.Poll
 	}
-	start := time.Now()
+	clk := s.Clock()
+	start := clk.Now()
 	deadline := start.Add(w.Timeout)
-	defer func() { stats.WaitedMS = time.Since(start).Milliseconds() }()
+	defer func() { stats.WaitedMS = clk.Since(start).Milliseconds() }()
 	remote := s.PollsRemote()
-	var watch *gitstore.RefWatch
+	var watch gitstore.Watcher
 	defer func() {
 		if watch != nil {
 			watch.Close()
 		}
 	}()
-	interval := time.Duration(0) // remote polling interval, grown by each quiet poll
+	polls := 0 // remote polls so far: their spacing grows with each
 
 	base, baseOK := waitHead(ctx, s, stats)
 	for {
 		res, err := attempt()
 		stats.Attempts++
-		if !blocked(res, err) || !time.Now().Before(deadline) {
+		if !blocked(res, err) || !clk.Now().Before(deadline) {
 			return res, err
 		}
 		wake := deadline
 		if d, ok := s.NextExpiry(goal); ok {
 			// d is counted from the decision time, whole seconds of the
 			// machine's clock (or LOOPX_NOW).
-			if at := time.Now().Truncate(time.Second).Add(d + expirySlack); at.Before(wake) {
+			if at := clk.Now().Truncate(time.Second).Add(d + expirySlack); at.Before(wake) {
 				wake = at
 			}
 		}
@@ -186,14 +180,14 @@ func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, at
 		}
 		var changed bool
 		if remote {
-			changed, base, baseOK, interval = pollRemote(ctx, s, base, baseOK, wake, interval, policy, stats)
+			changed, base, baseOK, polls = pollRemote(ctx, s, clk, base, baseOK, wake, polls, policy, stats)
 		} else {
-			changed, base, baseOK = watchLocal(ctx, s, watch, base, baseOK, wake, policy, stats)
+			changed, base, baseOK = watchLocal(ctx, s, clk, watch, base, baseOK, wake, policy, stats)
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if !changed && !time.Now().Before(wake) && wake.Before(deadline) {
+		if !changed && !clk.Now().Before(wake) && wake.Before(deadline) {
 			stats.ExpiryWakes++
 		}
 	}
@@ -208,60 +202,53 @@ func waitHead(ctx context.Context, s Store, stats *WaitStats) (gitstore.Hash, bo
 	return h, err == nil
 }
 
-// watchLocal sleeps until the local ref differs from base, or until wake.
-func watchLocal(ctx context.Context, s Store, watch *gitstore.RefWatch, base gitstore.Hash, baseOK bool, wake time.Time, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool) {
+// watchLocal waits until the local ref differs from base, or until wake,
+// or until ctx ends: it wakes on the watch's notifications and reads the
+// ref every p.Local (p.LocalNoNotify without notifications) as a fallback.
+func watchLocal(ctx context.Context, s Store, clk clock.Clock, watch gitstore.Watcher, base gitstore.Hash, baseOK bool, wake time.Time, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool) {
 	every := p.Local
 	if !watch.Native() {
 		every = p.LocalNoNotify
 	}
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
-	timer := time.NewTimer(time.Until(wake))
+	timer := clk.NewTimer(wake.Sub(clk.Now()))
 	defer timer.Stop()
 	for {
+		tick := clk.NewTimer(every)
 		select {
 		case <-ctx.Done():
+			tick.Stop()
 			return false, base, baseOK
-		case <-timer.C:
+		case <-timer.C():
+			tick.Stop()
 			return false, base, baseOK
-		case <-watch.C:
+		case <-watch.Changed():
 			stats.Notifications++
-		case <-ticker.C:
+		case <-tick.C():
 		}
+		tick.Stop()
 		h, ok := waitHead(ctx, s, stats)
 		if ok && (!baseOK || h != base) {
 			stats.Changes++
-			// The writers that woke us all wake together: spread their
-			// decisions a little, since each takes the writer fence.
-			time.Sleep(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
+			_ = clock.Sleep(ctx, clk, p.Spread.Delay(1, rand.Float64()))
 			return true, h, true
 		}
 	}
 }
 
-// pollRemote polls the server's head with growing, jittered intervals
-// until it differs from base, or until wake.
-func pollRemote(ctx context.Context, s Store, base gitstore.Hash, baseOK bool, wake time.Time, interval time.Duration, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool, time.Duration) {
+// pollRemote polls the server's head, the n-th poll of the wait after a
+// wait in p.Remote's window n, until it differs from base, or until wake,
+// or until ctx ends. It returns the polls made so far.
+func pollRemote(ctx context.Context, s Store, clk clock.Clock, base gitstore.Hash, baseOK bool, wake time.Time, polls int, p PollPolicy, stats *WaitStats) (bool, gitstore.Hash, bool, int) {
 	for {
-		interval = p.nextInterval(interval)
-		sleep := jitterUpper(interval, rand.Float64())
-		if until := time.Until(wake); until < sleep {
-			sleep = until
-		}
-		t := time.NewTimer(max(sleep, 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, base, baseOK, interval
-		case <-t.C:
-		}
-		if !time.Now().Before(wake) {
-			return false, base, baseOK, interval
+		polls++
+		sleep := min(p.Remote.Delay(polls, rand.Float64()), wake.Sub(clk.Now()))
+		if clock.Sleep(ctx, clk, sleep) != nil || !clk.Now().Before(wake) {
+			return false, base, baseOK, polls
 		}
 		h, ok := waitHead(ctx, s, stats)
 		if ok && (!baseOK || h != base) {
 			stats.Changes++
-			return true, h, true, interval
+			return true, h, true, polls
 		}
 	}
 }

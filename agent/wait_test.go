@@ -48,26 +48,17 @@ func TestWaitable(t *testing.T) {
 }
 
 func TestPollPolicy(t *testing.T) {
-	p := DefaultPollPolicy
-	var got []time.Duration
-	d := time.Duration(0)
-	for i := 0; i < 10; i++ {
-		d = p.nextInterval(d)
-		got = append(got, d)
-	}
+	// Remote polls: from 200ms, growing by 1.6 up to 5s, each in the upper
+	// half of its window.
+	p := DefaultPollPolicy.Remote
 	want := []time.Duration{200 * time.Millisecond, 320 * time.Millisecond, 512 * time.Millisecond, 819200 * time.Microsecond,
 		1310720 * time.Microsecond, 2097152 * time.Microsecond, 3355443200 * time.Nanosecond, 5 * time.Second, 5 * time.Second, 5 * time.Second}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("intervals %v, want %v", got, want)
+	for i, hi := range want {
+		if lo, got := p.Window(i + 1); got != hi || lo != hi/2 {
+			t.Errorf("poll %d: window [%v, %v), want [%v, %v)", i+1, lo, got, hi/2, hi)
 		}
 	}
-	for _, c := range []struct {
-		r    float64
-		want time.Duration
-	}{{0, 2500 * time.Millisecond}, {0.5, 3750 * time.Millisecond}, {0.999999, 4999997500 * time.Nanosecond}} {
-		if got := jitterUpper(5*time.Second, c.r); got != c.want {
-			t.Errorf("jitterUpper(5s, %v) = %v, want %v", c.r, got, c.want)
-		}
+	if lo, hi := DefaultPollPolicy.Spread.Window(1); lo != 0 || hi != 20*time.Millisecond {
+		t.Errorf("spread [%v, %v), want [0, 20ms)", lo, hi)
 	}
 }

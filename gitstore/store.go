@@ -358,3 +358,6 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// Clock is the clock the store waits on (Options.Clock).
+func (s *Store) Clock() clock.Clock { return s.clock }

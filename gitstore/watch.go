@@ -148,3 +148,18 @@ func (rw *RefWatch) Close() error {
 	})
 	return err
 }
+
+// Watcher is what a waiting reader needs of a RefWatch (a fake in tests).
+type Watcher interface {
+	// Changed receives when the ref may have changed (C).
+	Changed() <-chan struct{}
+	// Native reports whether file notifications work.
+	Native() bool
+	// Close stops the watch.
+	Close() error
+}
+
+var _ Watcher = (*RefWatch)(nil)
+
+// Changed is C.
+func (rw *RefWatch) Changed() <-chan struct{} { return rw.C }

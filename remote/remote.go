@@ -543,9 +543,16 @@ func (r *Remote) PublishOrAdopt(ctx context.Context, adopt bool) (action string,
 		return "", err
 	}
 	defer unlock()
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	// A publish that loses its compare-and-swap (someone published
+	// meanwhile) fetches again and adopts theirs, after a backoff in
+	// slots of its own round time, as a transaction's retries.
+	policy := gitstore.DefaultRetry
+	policy.MaxAttempts, policy.Timeout = remoteAttempts, remoteTimeout
+	ctx, cancel := policy.Bound(ctx)
 	defer cancel()
-	for attempt := 1; attempt <= remoteAttempts; attempt++ {
+	clk := r.git.Clock()
+	for attempt := 1; ; attempt++ {
+		began := clk.Now()
 		remoteHead, err := r.git.Fetch(ctx, r.name)
 		if err != nil {
 			return "", err
@@ -561,7 +568,14 @@ func (r *Remote) PublishOrAdopt(ctx context.Context, adopt bool) (action string,
 		case remoteHead.IsZero():
 			err := r.git.Push(ctx, r.name, gitstore.ZeroHash, local)
 			if errors.Is(err, gitstore.ErrConflict) {
-				continue // someone published meanwhile: adopt theirs
+				// Someone published meanwhile: adopt theirs.
+				if policy.Exhausted(attempt) {
+					return "", fmt.Errorf("remote %s: %w", r.name, gitstore.ErrConflict)
+				}
+				if werr := policy.WithBase(clk.Since(began)).Wait(ctx, clk, attempt); werr != nil {
+					return "", fmt.Errorf("remote %s: %w (after %w)", r.name, werr, err)
+				}
+				continue
 			}
 			if err != nil {
 				return "", err
@@ -587,7 +601,6 @@ func (r *Remote) PublishOrAdopt(ctx context.Context, adopt bool) (action string,
 			return "adopted", nil
 		}
 	}
-	return "", fmt.Errorf("remote %s: %w", r.name, gitstore.ErrConflict)
 }
 
 // storeIDAt reads the store id of the store at commit h.

@@ -37,12 +37,12 @@ var floors = []struct {
 	// Above the root: the checks of a clone's setup (over the audit's hook
 	// markers), the agent's loop, the audit, test fixtures and tools.
 	{"doctor", []string{".", "audit", "internal/records", "internal/storeerr", "gitstore", "lease", "signing"}},
-	{"agent", []string{".", "gitstore", "lease"}},
+	{"agent", []string{".", "gitstore", "lease", "internal/retry", "internal/clock"}},
 	{"audit", []string{".", "internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing"}},
 	{"internal/fixture", []string{".", "gitstore", "lease"}},
 	{"bench/scaleseed", []string{".", "gitstore", "lease"}},
 	// The root: the Store, the operation glue, board delivery, results.
-	{".", []string{"internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing"}},
+	{".", []string{"internal/derived", "internal/records", "internal/storeerr", "remote", "gitstore", "lease", "markdown", "signing", "internal/clock"}},
 	// Below the root, behind what the root hands them.
 	{"remote", []string{"internal/records", "internal/storeerr", "gitstore", "lease"}},
 	{"internal/derived", []string{"internal/records", "gitstore", "lease", "markdown"}},
