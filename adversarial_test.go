@@ -116,6 +116,7 @@ func forgeCommit(t *testing.T, dir, parent string, call lease.Call, when time.Ti
 }
 
 func TestAdversarialGovernance(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	srv, bare := hookedServer(t, "daemon")
 	keys := t.TempDir()

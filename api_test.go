@@ -87,6 +87,7 @@ func jsonOf(t *testing.T, v any) string {
 // its command prints (the same JSON), on a store with claims, notes,
 // dependencies and a lease.
 func TestTypedReadsAreTheCommandsResults(t *testing.T) {
+	t.Parallel()
 	st, clock := typedStore(t, lease.RegisterRequest{Agent: "agent-a"}, lease.RegisterRequest{Agent: "agent-b"})
 	mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_alpha", Text: "A", Priority: "P1", RequiredWriteScopes: []string{"src/a/**"}}))
 	mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_beta", Text: "B", DependsOn: []string{"todo_alpha"}}))
@@ -154,6 +155,7 @@ func TestTypedReadsAreTheCommandsResults(t *testing.T) {
 // TestTypedReadRefusals: the typed reads refuse as their commands do, with
 // the contract's codes.
 func TestTypedReadRefusals(t *testing.T) {
+	t.Parallel()
 	st, _ := typedStore(t, lease.RegisterRequest{Agent: "agent-a"})
 	mustOK(t)(st.AddTodo(lease.AddRequest{Todo: "todo_alpha", Text: "A"}))
 	for _, c := range []struct {
@@ -181,6 +183,7 @@ func second2[T any](_ T, err error) error { return err }
 
 // TestIsClaimValidAt: the claim judged at a decision time, by holder.
 func TestIsClaimValidAt(t *testing.T) {
+	t.Parallel()
 	st, clock := typedStore(t, lease.RegisterRequest{Agent: "lead", Role: "orchestrator"},
 		lease.RegisterRequest{Agent: "worker"}, lease.RegisterRequest{Agent: "agent-c"})
 	t0 := *clock
@@ -228,6 +231,7 @@ func TestIsClaimValidAt(t *testing.T) {
 // TestIsLeaseEffectiveAt: the lease judged by the whole rule
 // (lease.LeaseEffective), not its expiry alone.
 func TestIsLeaseEffectiveAt(t *testing.T) {
+	t.Parallel()
 	st, clock := typedStore(t, lease.RegisterRequest{Agent: "agent-a"}, lease.RegisterRequest{Agent: "agent-b"})
 	t0 := *clock
 	for _, id := range []string{"todo_alpha", "todo_released", "todo_unreg", "todo_none"} {
@@ -269,6 +273,7 @@ func TestIsLeaseEffectiveAt(t *testing.T) {
 // mutation that acquired, verified or released one) leaves, and whether it
 // applied.
 func TestTypedResults(t *testing.T) {
+	t.Parallel()
 	st, _ := typedStore(t, lease.RegisterRequest{Agent: "agent-a"}, lease.RegisterRequest{Agent: "agent-b"})
 	type want struct {
 		todo, leaseStatus string // "" for nil

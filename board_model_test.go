@@ -27,6 +27,7 @@ import (
 // a full render of the head's records at the head's time (the decision
 // time it was rendered at), and verify must report no pending board.
 func TestBoardModelMatchesFullRender(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t, "g", "agent-a", "agent-b")
 	clock := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	s, err := lx.Open(lx.Options{Dir: dir, Now: func() time.Time { return clock }})

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/internal/fault"
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // In a loopx child process, LOOPX_TEST_FAULT=<point>:<errno> makes every
@@ -87,6 +88,7 @@ func acquireArgs(todo, key string) []string {
 // ref's directory fsync) the ref has moved: still exit 3, and the retry is
 // replayed, never a second application.
 func TestFaultInjectedAtEachCommitStage(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t, "g", "a")
 	stages := []struct{ point, errno, msg string }{
 		{"twin", "ENOSPC", "no space left on device"},
@@ -144,6 +146,7 @@ func TestFaultInjectedAtEachCommitStage(t *testing.T) {
 // twin; the next write removes them, and the killed request's retry
 // applies once.
 func TestFaultKilledWriterLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t, "g", "a")
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_killed", "--text", "x")
 	before := stateRef(t, dir)
@@ -224,6 +227,7 @@ func fill(t *testing.T, name string) {
 // exits 3 store_io with the OS message, the ref unchanged, and reads still
 // work; once space is back the same arguments apply once.
 func TestFaultFullDisk(t *testing.T) {
+	t.Parallel()
 	base := mountTmpfs(t, "16m")
 	dir := filepath.Join(base, "repo")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -265,6 +269,7 @@ func TestFaultFullDisk(t *testing.T) {
 // store_io ("read-only file system"), the ref unchanged, reads work; once
 // writable again the same arguments apply once.
 func TestFaultReadOnlyRepository(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t, "g", "a")
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_readonly", "--text", "x")
 	gitDir := filepath.Join(dir, ".git")
@@ -416,6 +421,7 @@ func randomText(n int) string {
 // daemon restarts, the same arguments converge: the request is on the
 // server exactly once, applied or replayed.
 func TestFaultDaemonKilled(t *testing.T) {
+	t.Parallel()
 	srv, d := daemonServer(t)
 	bare := bareRepo(t, srv.base, "state")
 	proxy := newKillProxy(t, fmt.Sprintf("127.0.0.1:%d", d.port), d.kill)
@@ -446,6 +452,7 @@ func TestFaultDaemonKilled(t *testing.T) {
 			if r.code != 3 || r.errCode() != "remote_unavailable" {
 				t.Fatalf("round %d: read during a killed fetch: exit %d %s", round, r.code, r.raw)
 			}
+			linRemoveServerLocks(t, bare)
 			d.start()
 			must(t, writer, "todo", "add", "--goal-id", "g", "--todo-id", todo+"_more", "--text", randomText(60000))
 		}
@@ -461,6 +468,9 @@ func TestFaultDaemonKilled(t *testing.T) {
 		if r := loopx(t, reader, nil, args...); r.code != 3 {
 			t.Fatalf("round %d: with the daemon down: exit %d %s", round, r.code, r.raw)
 		}
+		// A push killed in its receive-pack's lock window leaves the
+		// ref's lock behind: the operator's part, before the restart.
+		linRemoveServerLocks(t, bare)
 		d.start()
 		r = must(t, reader, args...)
 		if s := r.out["status"]; s != "applied" && s != "replayed" {
@@ -489,17 +499,18 @@ func countSubjects(log, prefix string) int {
 }
 
 // TestFaultDaemonKilledAtRandom: two clients acquire leases on their own
-// todos while the daemon is killed (15 times) and restarted at random
+// todos while the daemon is killed (8 times, 15 in a soak run) and restarted at random
 // moments; every failure is exit 3, and retrying each request with the
 // same arguments until it succeeds leaves each on the server exactly once.
 func TestFaultDaemonKilledAtRandom(t *testing.T) {
+	t.Parallel()
 	srv, d := daemonServer(t)
 	bare := bareRepo(t, srv.base, "state")
 	url := srv.url("state")
 	dirs := []string{machine(t, url), machine(t, url)}
 	must(t, dirs[0], "goal", "create", "--goal-id", "g")
 	must(t, dirs[0], "agent", "register", "--goal-id", "g", "--agent-id", "a")
-	const perClient = 12
+	perClient := soak.Pick(6, 12)
 	for c := range dirs {
 		for n := 0; n < perClient; n++ {
 			must(t, dirs[c], "todo", "add", "--goal-id", "g", "--todo-id", fmt.Sprintf("todo_rnd_%d_%d", c, n), "--text", randomText(4000))
@@ -511,7 +522,8 @@ func TestFaultDaemonKilledAtRandom(t *testing.T) {
 	// A bounded number of kills, so that the clients converge however
 	// slow the machine is; each kill lands at a random moment of whatever
 	// the clients are doing (connecting, fetching, pushing).
-	const kills = 15
+	kills := soak.Pick(8, 15)
+	var staleLocks atomic.Int64
 	go func() {
 		defer killer.Done()
 		for k := 0; k < kills; k++ {
@@ -521,8 +533,15 @@ func TestFaultDaemonKilledAtRandom(t *testing.T) {
 			case <-time.After(time.Duration(100+mrand.IntN(400)) * time.Millisecond):
 			}
 			d.kill()
+			// A receive-pack killed holding the ref's lock leaves it, and
+			// every later push fails until the server's operator removes
+			// it (TestServerStaleRefLock): with the daemon down, do so.
+			staleLocks.Add(int64(linRemoveServerLocks(t, bare)))
 			time.Sleep(time.Duration(mrand.IntN(100)) * time.Millisecond)
-			d.start()
+			if err := restartDaemon(d); err != nil {
+				t.Errorf("restart git daemon: %v", err)
+				return
+			}
 		}
 	}()
 	var (
@@ -558,7 +577,7 @@ func TestFaultDaemonKilledAtRandom(t *testing.T) {
 	killer.Wait()
 	d.kill()
 	d.start()
-	t.Logf("exits: %v over %d requests", exits, len(dirs)*perClient)
+	t.Logf("exits: %v over %d requests; %d stale server locks removed", exits, len(dirs)*perClient, staleLocks.Load())
 	for _, b := range bad {
 		t.Error(b)
 	}

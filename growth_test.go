@@ -27,6 +27,7 @@ func dirSize(t testing.TB, dir string) int64 {
 // (state commit + board commit, automatic gc included). Run it with
 // LOOPX_GROWTH=10000; it is skipped otherwise (it takes minutes).
 func TestGrowthPerMutation(t *testing.T) {
+	t.Parallel()
 	n, _ := strconv.Atoi(os.Getenv("LOOPX_GROWTH"))
 	if n == 0 {
 		t.Skip("set LOOPX_GROWTH=N to measure")

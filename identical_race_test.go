@@ -5,16 +5,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // TestIdenticalRequestsRace: never two `applied` for one application. Two
 // machines (clones of one bare server, or one repository in local mode) send
 // the very same request at the same time with the same clock, so when both
 // decide on the same head they build byte-identical commits; exactly one of
-// them may be told `applied`, the other `replayed`. 20 rounds, alternating a
+// them may be told `applied`, the other `replayed`. 8 rounds (20 in a soak
+// run), alternating a
 // todo add (no receipt: the replay is found by its content) and a lease
 // acquire (a receipt).
 func TestIdenticalRequestsRace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real processes and a server")
 	}
@@ -36,7 +40,7 @@ func TestIdenticalRequestsRace(t *testing.T) {
 			// each round (ahead of the setup's real-time commits, within
 			// the skew bound).
 			base := time.Now().UTC().Truncate(time.Second).Add(time.Second)
-			for round := range 20 {
+			for round := range soak.Pick(8, 20) {
 				todo := fmt.Sprintf("todo_round%02d", round/2)
 				args := []string{"todo", "add", "--goal-id", "g", "--todo-id", todo, "--text", "the same", "--agent-id", "agent-a"}
 				if round%2 == 1 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // leaseInt reads an integer field of the lease object of a result
@@ -55,14 +57,15 @@ func raceRound(t *testing.T, dir string, argv [][]string) []result {
 }
 
 // TestProcessesAcquireRace races 8 agents, as real processes, to acquire the
-// same todo, round after round: the writer fence and the CAS let exactly one
+// same todo, round after round (25 rounds, 100 in a soak run): the writer fence and the CAS let exactly one
 // execution start per round; every other process is refused with
 // todo_lease_conflict (or version_mismatch, only for those that passed an
 // expected version) and writes nothing. The winner releases, so the next round
 // starts from a released lease at the same version.
 func TestProcessesAcquireRace(t *testing.T) {
+	t.Parallel()
 	const procs = 8
-	rounds := 100
+	rounds := soak.Pick(25, 100)
 	if testing.Short() {
 		rounds = 10
 	}
@@ -141,6 +144,7 @@ func TestProcessesAcquireRace(t *testing.T) {
 // matches src/a/b.go): exactly one execution starts per round, the others are
 // refused with write_scope_conflict. The winner releases between rounds.
 func TestProcessesScopeRace(t *testing.T) {
+	t.Parallel()
 	scopes := []string{"src/**", "src/a/**", "src/a/b.go", "src/a/*.go", "src/*/b.go", "**/b.go", "src/{a,c}/b.go", "src/?/b.go"}
 	procs := len(scopes)
 	rounds := 10
@@ -239,6 +243,7 @@ func killAfterCommit(t *testing.T, dir string, args ...string) string {
 // ambiguous outcome to do: the retry is a replay (status replayed, idempotent)
 // of the killed process's commit, with the lease it made, and writes nothing.
 func TestLostResponse(t *testing.T) {
+	t.Parallel()
 	dir := newStore(t, "g", "agent-a", "agent-b")
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_work", "--text", "work")
 

@@ -50,10 +50,12 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 var (
-	linOpsFlag     = flag.Int("linearize.ops", 0, "TestLinearizability: requests per client (0: 30 local, 15 through git daemon, where one request takes about half a second)")
+	linOpsFlag     = flag.Int("linearize.ops", 0, "TestLinearizability: requests per client (0: 30 local, 15 through git daemon, where one request takes about half a second; 120 and 60 in a soak run)")
 	linClientsFlag = flag.Int("linearize.clients", 4, "TestLinearizability: client processes")
 	linModesFlag   = flag.String("linearize.modes", "local,daemon", "TestLinearizability: comma-separated modes (local: one repository; daemon: one clone per client through git daemon)")
 	linKillFlag    = flag.Float64("linearize.kill", 0.08, "TestLinearizability: probability that an attempt is killed (SIGKILL) at a random point")
@@ -79,6 +81,7 @@ var linCodes = []string{"claim_conflict", "todo_lease_conflict", "idempotency_ke
 	"execution_not_current", "lease_not_active", "lease_proof_mismatch", "not_claim_owner", "lease_fence_required"}
 
 func TestLinearizability(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real processes for several seconds; runs without -short")
 	}
@@ -123,7 +126,7 @@ func linearizability(t *testing.T, mode string) {
 	}
 	clients, ops := *linClientsFlag, *linOpsFlag
 	if ops == 0 {
-		ops = map[string]int{"local": 30, "daemon": 15}[mode]
+		ops = soak.Pick(map[string]int{"local": 30, "daemon": 15}, map[string]int{"local": 120, "daemon": 60})[mode]
 	}
 	seed := *linSeedFlag
 	if seed == 0 {
@@ -614,14 +617,7 @@ func (r *linRun) daemonKiller(d *daemon, bare string, rng *rand.Rand, stop <-cha
 			r.mu.Unlock()
 		}
 		time.Sleep(time.Duration(30+rng.IntN(200)) * time.Millisecond)
-		var err error
-		for range 5 {
-			if err = linStartDaemon(d); err == nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
+		if err := restartDaemon(d); err != nil {
 			r.t.Errorf("restart git daemon: %v", err)
 			return
 		}
@@ -650,6 +646,19 @@ func linRemoveServerLocks(t testing.TB, bare string) int {
 
 // linStartDaemon starts d again on its port, as daemon.start does, but
 // returns its error (it runs off the test goroutine).
+// restartDaemon starts a killed daemon again on its port, trying a few
+// times (the port may still be held for a moment).
+func restartDaemon(d *daemon) error {
+	var err error
+	for range 5 {
+		if err = linStartDaemon(d); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
+}
+
 func linStartDaemon(d *daemon) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -682,6 +682,7 @@ func linDescribeState(state any) string {
 // histories of one todo (no processes): legal ones pass, and each kind of
 // wrong answer is rejected.
 func TestLinearizeModel(t *testing.T) {
+	t.Parallel()
 	const t0 = 1_000_000
 	lease := func(owner, key string, v, e int64, active bool, exp, acq, ren, rel int64, eff bool) *linView {
 		return &linView{linLease{Owner: owner, Key: key, Version: v, Epoch: e, Active: active, Expires: exp,

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loopx-dev/loopx/cmd/loopx/cli"
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // The test binary doubles as the loopx binary: with LOOPX_TEST_CLI=1 it runs
@@ -117,8 +118,12 @@ func countOps(t testing.TB, dir, op string) int {
 	return n
 }
 
+// TestProcessesAddTodos: 8 processes add 20 todos each (100 in a soak
+// run) to one store at once: every add is applied, once, on a linear
+// history.
 func TestProcessesAddTodos(t *testing.T) {
-	procs, each := 8, 100
+	t.Parallel()
+	procs, each := 8, soak.Pick(20, 100)
 	if testing.Short() {
 		each = 10
 	}
@@ -153,6 +158,7 @@ func TestProcessesAddTodos(t *testing.T) {
 }
 
 func TestProcessesRaceToRegister(t *testing.T) {
+	t.Parallel()
 	// 8 processes register one agent id at once, half of them as an
 	// orchestrator: exactly one registration is applied; the others with
 	// the winner's facts are replays, the rest agent_exists.

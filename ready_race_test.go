@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // claimRecord is one todo an agent got from `todo ready --claim`.
@@ -15,13 +17,14 @@ type claimRecord struct {
 }
 
 // TestProcessesReadyClaimRace runs 8 agents as real processes against one
-// store, each looping `todo ready --claim` and completing what it got, until
+// store of 60 todos (200 in a soak run), each looping `todo ready --claim` and completing what it got, until
 // nothing is left. Every todo must be claimed exactly once (no double claim
 // under the writer fence and CAS, no lost claim) and completed by the agent
 // that claimed it, with a linear history.
 func TestProcessesReadyClaimRace(t *testing.T) {
+	t.Parallel()
 	const agents = 8
-	n := 200
+	n := soak.Pick(60, 200)
 	if testing.Short() {
 		n = 40
 	}

@@ -15,6 +15,7 @@ import (
 // the records of the head, in memory and in the file it saves: every
 // version it decoded is not kept.
 func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
+	t.Parallel()
 	const slack = 8
 	f := fixture.NewMem(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
 	s, repo := f.S, f.Repo
@@ -61,6 +62,7 @@ func TestRecordCacheStaysBoundedInALongLivedStore(t *testing.T) {
 // A Store that only reads, while another process writes, keeps its record
 // cache bounded too.
 func TestRecordCacheStaysBoundedInALongLivedReader(t *testing.T) {
+	t.Parallel()
 	const slack = 8
 	f := fixture.NewMem(t, lx.Options{Derived: derived.Config{RecordCacheSlack: slack}}, "agent-a")
 	writer, reader := f.S, f.Open()

@@ -110,6 +110,7 @@ func long[T any](x T) []T {
 }
 
 func TestResultJSONBytesUnchanged(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	todo := lease.Todo{ID: "todo_a", Text: "<b>&\"quoted\"\u2028 é \x01", Status: lease.TodoOpen, Priority: "P1",
 		DependsOn: []string{"todo_b"}, CreatedAt: at, UpdatedAt: at, ClaimedBy: "agent-a", ClaimedAt: &at,
@@ -185,6 +186,7 @@ func TestResultJSONBytesUnchanged(t *testing.T) {
 // TestSortedJSONDuplicateKeys keeps the last of equal keys, as decoding
 // into a map does.
 func TestSortedJSONDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	got, err := sortedJSON([]byte(`{"b":1,"a":{"y":1,"x":2,"y":3},"b":[{"d":1,"c":2}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -335,6 +337,7 @@ func randomFill(r *rand.Rand, v reflect.Value, depth int) {
 // keys sorted for every todo view without relations, and declines (for
 // the slow path) those with relations and those encoding/json refuses.
 func TestTodoViewJSON(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	refused := 0
 	for i := 0; i < 5000; i++ {

@@ -9,6 +9,7 @@ import (
 // TestSeedDir seeds the store in $SEED_DIR with $SEED_TODOS todos and
 // $SEED_LEASES active leases (used by bench/*.sh); skipped otherwise.
 func TestSeedDir(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("SEED_DIR")
 	if dir == "" {
 		t.Skip()

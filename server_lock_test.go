@@ -14,6 +14,7 @@ import (
 // a few seconds of retries loopx says store_busy (exit 3), naming the lock,
 // and pushes work again once the server's operator removes it.
 func TestServerStaleRefLock(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a git daemon and ten seconds of retries")
 	}

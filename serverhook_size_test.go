@@ -20,6 +20,7 @@ import (
 // memory stays that of a small push (it was 812 MB). The hook runs as git
 // runs it: the pushed objects in a quarantine folder.
 func TestServerHookHugeRecord(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes a 300 MB blob")
 	}

@@ -31,6 +31,7 @@ func script(t *testing.T, dir string, env []string, name string, args ...string)
 }
 
 func TestVerifyStateScript(t *testing.T) {
+	t.Parallel()
 	srv := fileServer(t)
 	bare := bareRepo(t, srv.base, "state")
 	ci := t.TempDir() // the CI job's checkout
@@ -91,6 +92,7 @@ func TestVerifyStateScript(t *testing.T) {
 }
 
 func TestGuardRangeScript(t *testing.T) {
+	t.Parallel()
 	srv := fileServer(t)
 	bare := bareRepo(t, srv.base, "project")
 	dev := machine(t, bare)

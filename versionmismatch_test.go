@@ -15,6 +15,7 @@ import (
 // as a result's current_cursor is that of its head (seed 000: a version
 // conflict exposes provider, revision and cursor).
 func TestVersionMismatchCarriesCursor(t *testing.T) {
+	t.Parallel()
 	f := fixture.NewMem(t, lx.Options{}, "agent-a", "agent-b")
 	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_work", Text: "work"})
 	f.Do(f.S, lease.AddRequest{Goal: "g", Todo: "todo_free", Text: "free"})

@@ -71,6 +71,7 @@ func startWaiter(t testing.TB, dir, name string, done chan<- *waiter, args ...st
 // each waiter decided a bounded number of times (at most once per change
 // of the ref, plus its first decision and the one at a wake-up).
 func TestWaitersTakeTurns(t *testing.T) {
+	t.Parallel()
 	const n = 8
 	agents := []string{"holder"}
 	for i := 0; i < n; i++ {
@@ -175,6 +176,7 @@ func TestWaitersTakeTurns(t *testing.T) {
 // least half its interval, so at most 8 polls in the first 6.8s and one per
 // 2.5s after that (plus the one before its first decision).
 func TestWaitersTakeTurnsRemote(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real git daemon and several seconds per turn")
 	}

@@ -19,6 +19,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // slot of 50 ms: full jitter from 2 ms, growing over 4 lost races to 16
 // slots, then shrinking back to one; capped at 2 s.
 func TestDefaultRetryWindows(t *testing.T) {
+	t.Parallel()
 	p := DefaultRetry.WithBase(50 * time.Millisecond)
 	for _, c := range []struct {
 		lost int
@@ -88,6 +89,7 @@ func interfered(ctx context.Context, c casSubject, n int) (TxResult, error) {
 // on the store's clock; it gives up after MaxAttempts, and ends when its
 // context does. No real time passes.
 func TestTransactBacksOffOnItsClock(t *testing.T) {
+	t.Parallel()
 	policy := DefaultRetry
 	policy.MaxAttempts = 10
 	const losses = 9
@@ -160,6 +162,7 @@ func TestTransactBacksOffOnItsClock(t *testing.T) {
 }
 
 func TestContentionMemory(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := openT(t, newRepoIn(t, t.TempDir()), Options{Clock: clk})
 	if s.contention(LocalRef()) != nil {

@@ -194,6 +194,7 @@ func TestTransactChain(t *testing.T) {
 // TestTransactChainFromEmpty: a chain on an absent ref starts with a root
 // commit.
 func TestTransactChainFromEmpty(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	var first Hash
@@ -220,6 +221,7 @@ func TestTransactChainFromEmpty(t *testing.T) {
 }
 
 func TestTransactChainNextNil(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	h0 := commitT(t, s, put("a", "1"))
@@ -254,6 +256,7 @@ func TestTransactChainNextNil(t *testing.T) {
 // TestTransactChainAborts: an error from Next, or a second proposal that
 // cannot be built, writes nothing.
 func TestTransactChainAborts(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	h0 := commitT(t, s, put("a", "1"), put("f", "file"))
@@ -308,6 +311,7 @@ func TestTransactChainAborts(t *testing.T) {
 // TestTransactChainConflict: a foreign ref update between decide and the
 // commit makes Transact run decide and Next again on the new head.
 func TestTransactChainConflict(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"decide", "next"} {
 		t.Run(where, func(t *testing.T) {
 			dir := newRepo(t)
@@ -366,6 +370,7 @@ func TestTransactChainConflict(t *testing.T) {
 // TestWriteCommitChain: WriteCommit on a parent that the previous
 // WriteCommit just wrote (the remote and offline paths).
 func TestWriteCommitChain(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	unlock, err := s.Lock(context.Background(), true)

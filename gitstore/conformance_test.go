@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/gitstore/storetest"
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // The conformance suite against the real store bound to its local ref,
@@ -21,6 +23,7 @@ import (
 var quick = gitstore.RetryPolicy{MaxAttempts: 10, Min: time.Millisecond, Factor: 2, Jitter: 1, Max: 10 * time.Millisecond, Timeout: time.Minute}
 
 func TestConformanceGit(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Subject {
 		dir := t.TempDir()
 		if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
@@ -52,6 +55,7 @@ func TestConformanceGit(t *testing.T) {
 }
 
 func TestConformanceMem(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Subject {
 		m := gitstore.NewMemRepo(quick)
 		return storetest.Subject{
@@ -72,17 +76,20 @@ func TestConformanceMem(t *testing.T) {
 // a foreign writer is another clone pushing to the same server, and a
 // rewound ref is the server's, moved back by hand.
 func TestConformanceRemote(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []struct {
 		name  string
 		serve func(t testing.TB, base string) string
 	}{{"daemon", gitstore.DaemonURLForTest}, {"http", gitstore.HTTPURLForTest}} {
 		t.Run(transport.name, func(t *testing.T) {
+			if transport.name == "http" {
+				soak.Only(t, "the suite through git http-backend")
+			}
 			base := t.TempDir()
 			url := transport.serve(t, base)
-			n := 0
+			var n atomic.Int32
 			storetest.Run(t, func(t *testing.T) storetest.Subject {
-				n++
-				name := fmt.Sprintf("state%d", n)
+				name := fmt.Sprintf("state%d", n.Add(1))
 				bare := gitstore.ServeBareForTest(t, base, name)
 				s := remoteClone(t, url+"/"+name+".git")
 				other := remoteClone(t, url+"/"+name+".git")

@@ -54,6 +54,7 @@ func commitOn(t testing.TB, s *Store, parent Hash, changes ...Change) Hash {
 }
 
 func TestDiffHashes(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	c1 := commitOn(t, s, ZeroHash,
@@ -192,6 +193,7 @@ func fmtDiff(d []diffLine) string {
 // TestDiffHashesSkipsEqualSubtrees: unchanged subtrees are not read, and a
 // missing object on a changed path is an error.
 func TestDiffHashesSkipsEqualSubtrees(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	s.odb.looseOnly = true // one object is deleted below
@@ -228,6 +230,7 @@ func TestDiffHashesSkipsEqualSubtrees(t *testing.T) {
 // TestDiffHashesRandom compares DiffHashes with a diff of two full
 // WalkHashes listings, over random histories.
 func TestDiffHashesRandom(t *testing.T) {
+	t.Parallel()
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true

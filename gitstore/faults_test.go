@@ -160,6 +160,7 @@ func TestFetchIOError(t *testing.T) {
 // A <ref>.lock that git left (no loopx twin): ErrBusy as a RefLockError
 // naming the file and its age, and the file is left in place.
 func TestStaleGitRefLock(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	head := commitT(t, s, put("a", "a"))

@@ -197,6 +197,7 @@ func tryLock(s *Store, exclusive bool) (func(), error) {
 // is never left held by the abandoned wait: once the holder lets go, the
 // fence is free at once (for this process and for others).
 func TestFenceDeadlineAndAbandonedWait(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{FenceTimeout: 300 * time.Millisecond})
 	holder := startFenceProc(t, "fence-hold", dir)
@@ -207,7 +208,7 @@ func TestFenceDeadlineAndAbandonedWait(t *testing.T) {
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "not obtained within 300ms") {
 		t.Fatalf("Lock while held: %v", err)
 	}
-	if d := time.Since(t0); d < 300*time.Millisecond || d > 3*time.Second {
+	if d := time.Since(t0); d < 300*time.Millisecond || d > 10*time.Second {
 		t.Fatalf("gave up after %v, want the 300ms deadline", d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -226,7 +227,7 @@ func TestFenceDeadlineAndAbandonedWait(t *testing.T) {
 	// goes, each of them obtains the fence and lets go at once: another
 	// process and this one get it within moments.
 	holder.release(t)
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		other := startFenceProc(t, "fence-wait", dir, "GITSTORE_FENCE_HOLD=0s")
 		other.expect(t, "WAITING")
@@ -240,7 +241,7 @@ func TestFenceDeadlineAndAbandonedWait(t *testing.T) {
 			if !ok {
 				t.Fatal("the other process failed to take the fence")
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the fence stayed held after its holder exited: an abandoned wait kept it")
 		}
 		other.cmd.Wait()
@@ -259,6 +260,7 @@ func TestFenceDeadlineAndAbandonedWait(t *testing.T) {
 // Shared holders exclude an exclusive one and not each other, across
 // processes; an exclusive holder excludes both.
 func TestFenceSharedAndExclusive(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{FenceTimeout: 100 * time.Millisecond})
 	reader := startFenceProc(t, "fence-hold", dir, "GITSTORE_FENCE=shared")
@@ -286,10 +288,12 @@ func TestFenceSharedAndExclusive(t *testing.T) {
 }
 
 // Waiters are served in the order they arrived: each of 6 processes starts
-// waiting 40ms after the previous one while the fence is held; after the
+// waiting once the previous one is blocked in flock while the fence is
+// held; after the
 // holder lets go they obtain it one after the other, in arrival order (a
 // polling wait serves whoever polls first).
 func TestFenceServesWaitersInOrder(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	holder := startFenceProc(t, "fence-hold", dir)
 	holder.expect(t, "HELD")
@@ -298,7 +302,7 @@ func TestFenceServesWaitersInOrder(t *testing.T) {
 	for i := range waiters {
 		waiters[i] = startFenceProc(t, "fence-wait", dir, "GITSTORE_FENCE_HOLD=20ms")
 		waiters[i].expect(t, "WAITING")
-		time.Sleep(40 * time.Millisecond) // it is now blocked in flock
+		waitBlockedInFlock(t, waiters[i].cmd.Process.Pid)
 	}
 	holder.release(t)
 	type got struct {
@@ -384,5 +388,35 @@ func BenchmarkFenceContention(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 			})
 		}
+	}
+}
+
+// waitBlockedInFlock waits until process pid is blocked waiting for an
+// flock: /proc/locks shows a waiter as a "->" line with its pid. (A fixed
+// pause instead would race with the process on a loaded machine: it may
+// not have reached flock yet, and then arrives after the next waiter.)
+// Where there is no /proc/locks it pauses 40ms.
+func waitBlockedInFlock(t *testing.T, pid int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		time.Sleep(40 * time.Millisecond)
+		return
+	}
+	want := strconv.Itoa(pid)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		data, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			// 1: -> FLOCK  ADVISORY  WRITE <pid> <dev:inode> 0 EOF
+			if f := strings.Fields(l); len(f) >= 6 && f[1] == "->" && f[2] == "FLOCK" && f[5] == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is not blocked in flock after 30s", pid)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 func TestGC(t *testing.T) {
+	t.Parallel()
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true // GC is tested here, not durability
@@ -90,6 +93,7 @@ func TestGC(t *testing.T) {
 // TestMaybeGCCountsPacks: each commit writes a small pack; GC runs once
 // there are more than maxOwnPacks of them, and merges them.
 func TestMaybeGCCountsPacks(t *testing.T) {
+	t.Parallel()
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true
@@ -157,6 +161,7 @@ func TestMaybeGC(t *testing.T) {
 }
 
 func TestGeometricSplit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		sizes []int64
 		want  int
@@ -181,10 +186,11 @@ func TestGeometricSplit(t *testing.T) {
 // less than 1 KiB per mutation. GITSTORE_GROWTH_COMMITS overrides the
 // number of commits (default 2000).
 func TestGCGrowth(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	n := 2000
+	n := soak.Pick(500, 2000)
 	if v, err := strconv.Atoi(os.Getenv("GITSTORE_GROWTH_COMMITS")); err == nil {
 		n = v
 	}

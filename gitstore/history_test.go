@@ -29,6 +29,7 @@ func writeFileT(t *testing.T, dir, name, data string, mode os.FileMode) {
 // TestChangedPathsMatchesGit compares ChangedPaths with `git diff-tree -r
 // --no-renames` (combined, -c, for merges) on commits of every kind.
 func TestChangedPathsMatchesGit(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	git := func(args ...string) string { return runGitT(t, dir, args...) }
 	var commits []string
@@ -117,6 +118,7 @@ func TestChangedPathsMatchesGit(t *testing.T) {
 }
 
 func TestRevListAndResolve(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	git := func(args ...string) string { return runGitT(t, dir, args...) }
 	base := git("rev-parse", "HEAD")
@@ -154,6 +156,7 @@ func TestRevListAndResolve(t *testing.T) {
 }
 
 func TestFirstParentTimes(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
@@ -193,6 +196,7 @@ func TestFirstParentTimes(t *testing.T) {
 // TestDirHash: the tree name of a folder changes exactly when a file under
 // it does.
 func TestDirHash(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	c1 := commitT(t, s, put("goals/g/leases/00/a.yaml", "a"), put("goals/g/todos/00/a.yaml", "t"))

@@ -51,6 +51,7 @@ func marked(b []byte) bool {
 // ref-lock twin existed) leaves them; the next write, holding the fence,
 // removes them, and never git's own temporary files nor git's ref locks.
 func TestDeadWriterTmpFilesRemovedOnNextWrite(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	commitT(t, s, put("a", "a"))
@@ -110,6 +111,7 @@ func TestDeadWriterTmpFilesRemovedOnNextWrite(t *testing.T) {
 // a dead writer's file that no mark announces stays until gc's hourly
 // sweep.
 func TestNoMarkNoScan(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	commitT(t, s, put("a", "a"))
@@ -161,6 +163,7 @@ func TestNoMarkNoScan(t *testing.T) {
 // folder, announced; the next write removes it. A live process's temporary file is kept, and so is the
 // mark, until that process is gone.
 func TestDeadFetchTmpFilesRemovedOnNextWrite(t *testing.T) {
+	t.Parallel()
 	bare := newBare(t)
 	a := remoteClient(t, bare)
 	c1 := pushCommit(t, a, ZeroHash, put("x/1", "1"), put("x/2", "2"), put("y/3", "3"))

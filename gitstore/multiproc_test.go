@@ -15,12 +15,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
-// TestMultiProcess: 8 processes × 50 Transact commits, each adding a file.
+// TestMultiProcess: 8 processes × 20 Transact commits (50 in a soak run),
+// each adding a file.
 func TestMultiProcess(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
-	const procs, each = 8, 50
+	procs, each := 8, soak.Pick(20, 50)
 	outs := make([]bytes.Buffer, procs)
 	cmds := make([]*exec.Cmd, procs)
 	for i := range cmds {
@@ -70,10 +74,11 @@ func TestMultiProcess(t *testing.T) {
 // ref with `git update-ref <new> <old>` and reads it with `git rev-parse`.
 // No update may be lost and the ref is never missing or empty.
 func TestInterop(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	root := commitT(t, s, put("root", "r"))
-	const procs, each = 3, 40
+	procs, each := 3, soak.Pick(20, 40)
 	outs := make([]bytes.Buffer, procs)
 	cmds := make([]*exec.Cmd, procs)
 	for i := range cmds {
@@ -198,6 +203,7 @@ func TestInterop(t *testing.T) {
 // next write must succeed (a stale <ref>.lock left by the dead process is
 // recognised and removed).
 func TestCrash(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{FenceTimeout: 30 * time.Second})
 	commitT(t, s, put("root", "r"))
@@ -252,10 +258,7 @@ func TestCrash(t *testing.T) {
 	}
 
 	// Random kills.
-	kills := 30
-	if !testing.Short() {
-		kills = 80
-	}
+	kills := soak.Pick(30, 80)
 	staleLocks := 0
 	for k := 0; k < kills; k++ {
 		pr, pw := io.Pipe()

@@ -285,6 +285,7 @@ func TestHugeBlobRefusedByHeader(t *testing.T) {
 // base is inflated: a delta whose result is over the limit is refused, and
 // so is a small result built on a base over 32 times the limit.
 func TestDeltaSizesChecked(t *testing.T) {
+	t.Parallel()
 	n := hugeSize()
 	repo := newRepo(t)
 	objDir := filepath.Join(repo, ".git", "objects")
@@ -344,6 +345,7 @@ func TestDeltaSizesChecked(t *testing.T) {
 // gc) are read with a limit of their exact size, and refused with one byte
 // less: the sizes read from the delta headers are the objects' sizes.
 func TestReadMaxOnGitDeltas(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	s := openT(t, repo, Options{})
 	line := strings.Repeat("a line of a record that changes a little each time\n", 200)

@@ -13,6 +13,7 @@ import (
 // git verifies and reads, with no loose object; the pack is named in the
 // GC state file.
 func TestCommitWritesOnePack(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	packDir := filepath.Join(s.CommonDir(), "objects", "pack")

@@ -7,6 +7,7 @@ import (
 )
 
 func TestValidPath(t *testing.T) {
+	t.Parallel()
 	for p, want := range map[string]bool{
 		"a": true, "a/b/c.yaml": true, ".gitignore": true, ".github/x": true, "a.git": true, "x/.gitx": true,
 		"..a": true, "a..": true, "...": true, "git~2": true, "é/ü": true, "a b/c d": true, "a:b": true,

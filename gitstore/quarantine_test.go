@@ -10,6 +10,7 @@ import (
 )
 
 func TestSplitAlternates(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want []string

@@ -42,6 +42,7 @@ func pushCommit(t testing.TB, s *Store, parent Hash, changes ...Change) Hash {
 }
 
 func TestRemoteFetchPush(t *testing.T) {
+	t.Parallel()
 	bare := newBare(t)
 	a := remoteClient(t, bare)
 	b := remoteClient(t, bare)
@@ -103,6 +104,7 @@ func TestRemoteFetchPush(t *testing.T) {
 // the server (which unpacks a small push into loose objects) gains exactly
 // the commit, the root tree, d07's tree and the new blob.
 func TestRemotePushIsSmall(t *testing.T) {
+	t.Parallel()
 	bare := newBare(t)
 	s := remoteClient(t, bare)
 	var changes []Change
@@ -136,6 +138,7 @@ func looseObjects(t testing.TB, gitDir string) int {
 
 // A hook's refusal is ErrRemoteRejected with its message; nothing moves.
 func TestRemoteRejected(t *testing.T) {
+	t.Parallel()
 	bare := newBare(t)
 	s := remoteClient(t, bare)
 	c1 := pushCommit(t, s, ZeroHash, put("a", "a"))
@@ -157,6 +160,7 @@ func TestRemoteRejected(t *testing.T) {
 }
 
 func TestRemoteErrors(t *testing.T) {
+	t.Parallel()
 	s := remoteClient(t, newBare(t))
 	ctx := context.Background()
 	if _, err := s.Fetch(ctx, "nosuch"); !errors.Is(err, ErrNoRemote) {
@@ -208,6 +212,7 @@ func TestRemoteFetchLargePack(t *testing.T) {
 }
 
 func TestUpdateRef(t *testing.T) {
+	t.Parallel()
 	s := openT(t, newRepo(t), Options{})
 	c1 := commitT(t, s, put("a", "a"))
 	ref := "refs/loopx/test/x"

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSideFiles(t *testing.T) {
+	t.Parallel()
 	s := openT(t, newRepo(t), Options{})
 	for _, bad := range []string{"", "records.gob", "../loopx-x", "loopx-a/../../x", "/loopx-a", "loopx-a/.git/x"} {
 		if err := s.WriteSideFile(bad, []byte("x"), false); !errors.Is(err, ErrInvalidPath) {
@@ -37,6 +38,7 @@ func TestSideFiles(t *testing.T) {
 }
 
 func TestLockNamed(t *testing.T) {
+	t.Parallel()
 	s := openT(t, newRepo(t), Options{})
 	if _, err := s.LockNamed(context.Background(), fenceFile); !errors.Is(err, ErrInvalidPath) {
 		t.Fatalf("the writer fence is not a side lock: %v", err)

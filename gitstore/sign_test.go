@@ -117,6 +117,7 @@ func signedCommitT(t testing.TB, s *Store, parent Hash, sign func([]byte) ([]byt
 // file, and by VerifySSH on CommitSignature's payload; the gpgsig header
 // sits right after the committer line; fsck is clean.
 func TestSignedCommitVerifiesWithGit(t *testing.T) {
+	t.Parallel()
 	requireSSHKeygen(t)
 	for _, typ := range []string{"ed25519", "ecdsa", "rsa"} {
 		t.Run(typ, func(t *testing.T) {
@@ -170,6 +171,7 @@ func TestSignedCommitVerifiesWithGit(t *testing.T) {
 // another key is ErrBadSignature; an unsigned commit has no signature and
 // is ErrUnsigned.
 func TestGitSignedCommitVerifiesWithGitstore(t *testing.T) {
+	t.Parallel()
 	requireSSHKeygen(t)
 	dir := newRepo(t)
 	kd := t.TempDir()
@@ -231,6 +233,7 @@ func stripGpgsig(commit string) string {
 // so gitstore's signed commit and the one `git commit-tree -S` makes of the
 // same tree, parent, identities, times and message are the same object.
 func TestSignedCommitIsGitsByteForByte(t *testing.T) {
+	t.Parallel()
 	requireSSHKeygen(t)
 	dir := newRepo(t)
 	priv, _, signer := testKey(t, t.TempDir(), "k", "ed25519")
@@ -257,6 +260,7 @@ func TestSignedCommitIsGitsByteForByte(t *testing.T) {
 // TestTamperedSignedCommitFails: changing any byte that the signature covers
 // (the message, the tree) makes both git and VerifySSH refuse it.
 func TestTamperedSignedCommitFails(t *testing.T) {
+	t.Parallel()
 	requireSSHKeygen(t)
 	dir := newRepo(t)
 	_, pub, signer := testKey(t, t.TempDir(), "k", "ed25519")
@@ -305,6 +309,7 @@ func TestTamperedSignedCommitFails(t *testing.T) {
 // TestSignFailureWritesNothing: a Sign function that fails fails the commit;
 // the ref does not move.
 func TestSignFailureWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	unlock, err := s.Lock(t.Context(), true)
@@ -329,6 +334,7 @@ func TestSignFailureWritesNothing(t *testing.T) {
 }
 
 func TestSplitSignature(t *testing.T) {
+	t.Parallel()
 	base := "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor a <a> 1 +0000\ncommitter a <a> 1 +0000\n"
 	cases := []struct {
 		name, commit, payload, sig string

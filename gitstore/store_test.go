@@ -15,6 +15,7 @@ import (
 )
 
 func TestOpenAndAccessors(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	sub := filepath.Join(dir, "a", "b")
 	if err := os.MkdirAll(sub, 0o777); err != nil {
@@ -59,6 +60,7 @@ func TestOpenAndAccessors(t *testing.T) {
 }
 
 func TestInitRepo(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	dir := filepath.Join(t.TempDir(), "new")
 	if err := InitRepo(dir); err != nil {
@@ -79,6 +81,7 @@ func TestInitRepo(t *testing.T) {
 }
 
 func TestBareRepo(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	dir := t.TempDir()
 	runGitT(t, dir, "init", "-q", "--bare")
@@ -94,6 +97,7 @@ func TestBareRepo(t *testing.T) {
 }
 
 func TestCommitReadListWalk(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	when := time.Date(2024, 5, 6, 7, 8, 9, 0, time.FixedZone("x", 2*3600+30*60))
@@ -199,6 +203,7 @@ func TestCommitReadListWalk(t *testing.T) {
 }
 
 func TestDeleteRemovesEmptyTrees(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	commitT(t, s, put("a/b/c/d.txt", "1"), put("a/x.txt", "2"), put("z", "3"))
@@ -235,6 +240,7 @@ func TestDeleteRemovesEmptyTrees(t *testing.T) {
 }
 
 func TestUnchangedSubtreesKeepHash(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	commitT(t, s, put("a/1", "1"), put("b/c/2", "2"), put("b/d/3", "3"))
@@ -257,6 +263,7 @@ func TestUnchangedSubtreesKeepHash(t *testing.T) {
 }
 
 func TestInvalidPaths(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	commitT(t, s, put("f", "1"), put("d/x", "2"))
@@ -310,6 +317,7 @@ func TestInvalidPaths(t *testing.T) {
 }
 
 func TestCASConflict(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	unlock, _ := s.Lock(context.Background(), true)
@@ -344,6 +352,7 @@ func TestCASConflict(t *testing.T) {
 }
 
 func TestPackedRefs(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	h1 := commitT(t, s, put("a", "1"))
@@ -378,6 +387,7 @@ func TestPackedRefs(t *testing.T) {
 }
 
 func TestLinkedWorktree(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	wt := filepath.Join(t.TempDir(), "wt")
 	runGitT(t, dir, "worktree", "add", "-q", "-b", "other", wt)
@@ -414,6 +424,7 @@ func TestLinkedWorktree(t *testing.T) {
 }
 
 func TestReflog(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	h1 := commitT(t, s, put("a", "1"))
@@ -437,6 +448,7 @@ func TestReflog(t *testing.T) {
 }
 
 func TestLog(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	s.odb.looseOnly = true // one commit object is deleted below
@@ -492,6 +504,7 @@ func TestLog(t *testing.T) {
 }
 
 func TestTransact(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	ctx := context.Background()
@@ -550,6 +563,7 @@ func TestTransact(t *testing.T) {
 }
 
 func TestFence(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s1 := openT(t, dir, Options{})
 	s2 := openT(t, dir, Options{FenceTimeout: 150 * time.Millisecond})
@@ -609,6 +623,7 @@ func TestFence(t *testing.T) {
 }
 
 func TestStaleRefLock(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	h1 := commitT(t, s, put("a", "1"))
@@ -669,6 +684,7 @@ func TestStaleRefLock(t *testing.T) {
 // TestReadAfterForeignGC: a Store that listed the packs (or relied on a
 // loose object) before another Store's GC still reads everything.
 func TestReadAfterForeignGC(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	reader := openT(t, dir, Options{})
 	writer := openT(t, dir, Options{})
@@ -703,6 +719,7 @@ func TestReadAfterForeignGC(t *testing.T) {
 // (every object in one pack, deep delta chains, loopx's packs gone), a fresh
 // Store reads every file correctly through its own pack reader.
 func TestReadsPacksWrittenByGit(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	w := openT(t, dir, Options{})
 	want := map[string]string{}

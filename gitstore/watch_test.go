@@ -28,6 +28,7 @@ func drain(rw *RefWatch) {
 }
 
 func TestWatchRef(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	// Watch before the ref exists: the folders on the way are created by
@@ -78,6 +79,7 @@ func TestWatchRef(t *testing.T) {
 }
 
 func TestWatchRefClosed(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	s := openT(t, dir, Options{})
 	rw := s.WatchRef()

@@ -10,6 +10,7 @@ import (
 // lines, and what a message may show.
 
 func TestRemoteNameOrURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in        string
 		name, url bool
@@ -38,6 +39,7 @@ func TestRemoteNameOrURL(t *testing.T) {
 }
 
 func TestParseRemoteURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want remoteURL
@@ -61,6 +63,7 @@ func TestParseRemoteURL(t *testing.T) {
 
 // What git 2.39 prints (LC_ALL=C) for each failure.
 func TestWireFailureOf(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		stderr string
 		local  bool
@@ -97,6 +100,7 @@ func TestWireFailureOf(t *testing.T) {
 }
 
 func TestPushStatus(t *testing.T) {
+	t.Parallel()
 	const ref = "refs/loopx/state"
 	out := func(line string) string { return "To ../srv.git\n" + line + "\nDone\n" }
 	for _, c := range []struct {
@@ -121,6 +125,7 @@ func TestPushStatus(t *testing.T) {
 }
 
 func TestGitSaid(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"remote: loopx state is frozen by policy        \nerror: failed to push some refs to 'x'\n", "loopx state is frozen by policy"},
 		{"fatal: '/x' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n",
@@ -135,6 +140,7 @@ func TestGitSaid(t *testing.T) {
 }
 
 func TestCredentialNames(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"store":                              "store",
 		"store --file=/home/a/.secret-creds": "store",

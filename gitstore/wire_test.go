@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // The wire against real servers on 127.0.0.1, reached as git reaches them:
@@ -168,6 +170,11 @@ func TestWireTransports(t *testing.T) {
 		t.Run(wc.name, func(t *testing.T) {
 			if testing.Short() && strings.HasPrefix(wc.name, "ssh") {
 				t.Skip("-short: an sshd session costs about a second here; the full run covers ssh")
+			}
+			if wc.name == "ssh-core.sshCommand" {
+				// Seven ssh sessions without connection sharing; the
+				// default tier reaches sshd through GIT_SSH_COMMAND.
+				soak.Only(t, "ssh named by core.sshCommand")
 			}
 			testHome(t)
 			c := wc.mk(t)

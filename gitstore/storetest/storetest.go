@@ -26,7 +26,9 @@ type Subject struct {
 	Reset func(t *testing.T, h gitstore.Hash)
 }
 
-// Run runs the suite; newSubject returns a fresh, empty subject.
+// Run runs the suite; newSubject returns a fresh, empty subject. The tests
+// run in parallel, each on its own subject (newSubject may be called from
+// several goroutines at once).
 func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 	tests := []struct {
 		name string
@@ -47,7 +49,10 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"Depth", testDepth},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newSubject(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newSubject(t))
+		})
 	}
 }
 

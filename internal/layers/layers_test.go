@@ -56,6 +56,7 @@ var floors = []struct {
 	{"signing", nil},
 	{"web", nil},
 	{"internal/fault", nil},
+	{"internal/soak", nil}, // the test tiers: used by tests only
 	// The one retry policy and the one clock of every loop that waits.
 	{"internal/retry", []string{"internal/clock"}},
 	{"internal/clock", nil},
