@@ -5,7 +5,9 @@ package audit
 // all through fence below, so client, CI and server always agree:
 //
 //   - the server hook (serverhook.go), for every commit a push to a
-//     guarded code ref brings that the server did not have, on the server's
+//     guarded code ref brings that no guarded ref of the server had (a
+//     commit pushed first to a tag or another unguarded ref was never
+//     judged, and is judged when it reaches a guarded one), on the server's
 //     state ref as it stands while the hook runs, at the server's clock;
 //   - the pre-push hook and `loopx guard check --range A..B` (guard.go), and
 //     the hookless CI check (tools/loopx-guard-range.sh, the

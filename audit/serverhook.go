@@ -119,10 +119,13 @@ func RefMatches(pattern, ref string) bool {
 }
 
 // checkCodeRefs judges, with the code fence, the commits the updates of
-// guarded code refs bring that the server did not have, on the state ref
-// as it stands (the server's head, before this push), at the server's
-// clock. A deleted ref brings nothing. A commit several updates bring is
-// judged once, under the first ref that brings it.
+// guarded code refs bring that no guarded ref of the server had, on the
+// state ref as it stands (the server's head, before this push), at the
+// server's clock. A commit the server holds only under refs it does not
+// guard (a tag pushed first, a ref outside --code-refs) was never judged,
+// so it is judged when it reaches a guarded ref. A deleted ref brings
+// nothing. A commit several updates bring is judged once, under the first
+// ref that brings it.
 func (a *Auditor) checkCodeRefs(ups []ReceiveUpdate, patterns []string, now time.Time, d *ServerHookData) error {
 	var guarded []ReceiveUpdate
 	for _, u := range ups {
@@ -143,13 +146,24 @@ func (a *Auditor) checkCodeRefs(ups []ReceiveUpdate, patterns []string, now time
 	if err != nil || head.IsZero() {
 		return err // no store on this server: nothing is leased
 	}
+	guardedRef := func(ref string) bool {
+		if strings.HasPrefix(ref, "refs/loopx/") {
+			return false
+		}
+		for _, p := range patterns {
+			if RefMatches(p, ref) {
+				return true
+			}
+		}
+		return false
+	}
 	sn, err := a.git.Snapshot(head)
 	if err != nil {
 		return err
 	}
 	seen := map[gitstore.Hash]bool{}
 	for _, u := range guarded {
-		news, err := a.git.RevListNew([]gitstore.Hash{u.New})
+		news, err := a.git.RevListNew([]gitstore.Hash{u.New}, guardedRef)
 		if err != nil {
 			return err
 		}

@@ -132,24 +132,52 @@ func (s *Store) RevList(include, exclude []Hash, notRemoteTracking bool) ([]Hash
 	return hs, nil
 }
 
-// RevListNew returns the commits reachable from include and from no ref of
-// the repository (git's `rev-list INCLUDE... --not --all`), parents first:
-// in a pre-receive hook, the commits a push brings that the server did not
-// have (its refs are still the old ones while the hook runs).
-func (s *Store) RevListNew(include []Hash) ([]Hash, error) {
+// RevListNew returns the commits reachable from include and from none of
+// the refs that counts (their current values; nil counts every ref),
+// parents first: in a pre-receive hook, the commits a push brings to the
+// refs counts names (its refs are still the old ones while the hook runs).
+// A commit the repository has only under other refs (a tag pushed first,
+// say) is new to those refs, and listed.
+func (s *Store) RevListNew(include []Hash, counts func(ref string) bool) ([]Hash, error) {
 	if len(include) == 0 {
 		return nil, nil
 	}
-	args := []string{"rev-list", "--topo-order", "--reverse"}
-	for _, h := range include {
-		args = append(args, h.String())
-	}
-	out, err := s.gitOut(append(args, "--not", "--all")...)
+	// Each ref as "type hash peeled-type peeled-hash name": a tag counts
+	// as the commit it names; a ref to anything but a commit is skipped.
+	out, err := s.gitOut("for-each-ref", "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname) %(refname)")
 	if err != nil {
 		return nil, err
 	}
-	var hs []Hash
+	var stdin strings.Builder
+	for _, h := range include {
+		stdin.WriteString(h.String() + "\n")
+	}
 	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		var obj, ref string
+		switch {
+		case len(f) == 3 && f[0] == "commit":
+			obj, ref = f[1], f[2]
+		case len(f) == 5 && f[0] == "tag" && f[2] == "commit":
+			obj, ref = f[3], f[4]
+		default:
+			continue
+		}
+		if isHexHash(obj) && (counts == nil || counts(ref)) {
+			stdin.WriteString("^" + obj + "\n")
+		}
+	}
+	cmd := exec.Command("git", "rev-list", "--topo-order", "--reverse", "--stdin")
+	cmd.Dir = firstNonEmpty(s.workDir, s.gitDir)
+	cmd.Stdin = strings.NewReader(stdin.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	list, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gitstore: git rev-list --stdin: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var hs []Hash
+	for _, line := range strings.Split(string(list), "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}

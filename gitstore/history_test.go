@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +154,46 @@ func TestRevListAndResolve(t *testing.T) {
 	if s.HasCommit(ParseHash(strings.Repeat("ab", 20))) || !s.HasCommit(ParseHash(two)) {
 		t.Fatal("HasCommit is wrong")
 	}
+}
+
+// TestRevListNew: the commits a ref update brings that none of the counted
+// refs has; a commit the repository holds only under other refs (a tag,
+// annotated or not) is listed, one under a counted branch is not.
+func TestRevListNew(t *testing.T) {
+	dir := newRepo(t)
+	git := func(args ...string) string { return runGitT(t, dir, args...) }
+	base := git("rev-parse", "HEAD")
+	var cs []string
+	for i := 0; i < 4; i++ {
+		git("commit", "-q", "--allow-empty", "-m", fmt.Sprint("c", i))
+		cs = append(cs, git("rev-parse", "HEAD"))
+	}
+	git("update-ref", "refs/heads/main", base)
+	git("update-ref", "refs/tags/light", cs[0])
+	git("tag", "-a", "-m", "annotated", "annotated", cs[1])
+	s := openT(t, dir, Options{})
+	heads := func(ref string) bool { return strings.HasPrefix(ref, "refs/heads/") }
+	tags := func(ref string) bool { return strings.HasPrefix(ref, "refs/tags/") }
+	check := func(name string, counts func(string) bool, want []string) {
+		t.Helper()
+		got, err := s.RevListNew([]Hash{ParseHash(cs[3])}, counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gs []string
+		for _, h := range got {
+			gs = append(gs, h.String())
+		}
+		if !slices.Equal(gs, want) {
+			t.Errorf("%s: RevListNew = %v, want %v", name, gs, want)
+		}
+	}
+	check("branches: the tagged commits are new to them", heads, cs)
+	check("every ref", nil, cs[2:])
+	check("tags (an annotated tag counts as its commit)", tags, cs[2:])
+	check("no ref", func(string) bool { return false }, append([]string{base}, cs...))
+	git("update-ref", "refs/heads/topic", cs[2])
+	check("a branch has them", heads, cs[3:])
 }
 
 func TestFirstParentTimes(t *testing.T) {
