@@ -12,16 +12,22 @@ package gitstore
 //     mode, or kind: a file, a symlink, a submodule), as `git diff-tree -r`
 //     lists them; a rename counts as its deletion and its addition;
 //   - a root commit: every path it records;
-//   - a merge: the paths that differ from every parent, the paths `git
-//     diff-tree -c` (combined) lists: what the merge itself wrote when it
-//     resolved conflicts or edited the result. Paths it took unchanged from
-//     one side are that side's commits' changes, checked as those commits.
+//   - a merge: what the merge itself wrote, measured against the merge
+//     base git names (`git merge-base --octopus`): a path where it differs
+//     from every parent (the paths `git diff-tree -c` lists: a conflict
+//     resolved by hand, an edit), and a path where a parent changed the
+//     base and the merge does not hold that parent's version (it threw the
+//     change away: a conflict resolved by taking one side, `-s ours`, a
+//     revert made in the merge). A path the merge took unchanged from the
+//     one side that changed it is that side's commits' change, checked as
+//     those commits: a clean merge of main into a branch writes nothing.
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -241,55 +247,108 @@ func (s *Store) ChangedFiles(h Hash) ([]FileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	parents := facts.Parents
-	if len(parents) == 0 {
-		parents = []Hash{ZeroHash}
-	}
-	var common []FileChange
-	for i, p := range parents {
-		var base Hash
-		if !p.IsZero() {
-			if base, err = s.commitTree(p); err != nil {
+	if len(facts.Parents) <= 1 {
+		var parent Hash
+		if len(facts.Parents) == 1 {
+			if parent, err = s.commitTree(facts.Parents[0]); err != nil {
 				return nil, err
 			}
 		}
-		var files []FileChange
-		links := map[int]Hash{}
-		err := s.diffEntries("", base, tree, func(path string, _, y *treeEntry) error {
-			if y != nil && y.mode == modeSymlink {
-				links[len(files)] = y.hash
-			}
-			files = append(files, FileChange{Path: path, Deleted: y == nil, Symlink: links[len(files)] != ZeroHash})
+		return s.diffFiles(parent, tree)
+	}
+	// A merge: for each path where it differs from some parent, whether a
+	// side's change was kept (see the file comment).
+	baseTree, err := s.mergeBaseTree(facts.Parents)
+	if err != nil {
+		return nil, err
+	}
+	type seen struct {
+		file    FileChange
+		differs int  // parents the merge differs from at the path
+		dropped bool // a parent's change from the base is not kept
+	}
+	at := map[string]*seen{}
+	for _, p := range facts.Parents {
+		pt, err := s.commitTree(p)
+		if err != nil {
+			return nil, err
+		}
+		files, err := s.diffFiles(pt, tree)
+		if err != nil {
+			return nil, err
+		}
+		sideChanged := map[string]bool{}
+		err = s.diffEntries("", baseTree, pt, func(path string, _, _ *treeEntry) error {
+			sideChanged[path] = true
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		for i, blob := range links {
-			if files[i].Link, err = s.linkTarget(blob); err != nil {
-				return nil, err
+		for _, f := range files {
+			e := at[f.Path]
+			if e == nil {
+				e = &seen{file: f}
+				at[f.Path] = e
 			}
+			e.differs++
+			e.dropped = e.dropped || sideChanged[f.Path]
 		}
-		if i == 0 {
-			common = files
-			continue
-		}
-		// Keep the paths that differ from this parent too (both sorted).
-		var keep []FileChange
-		for a, b := 0, 0; a < len(common) && b < len(files); {
-			switch {
-			case common[a].Path < files[b].Path:
-				a++
-			case common[a].Path > files[b].Path:
-				b++
-			default:
-				keep = append(keep, common[a])
-				a, b = a+1, b+1
-			}
-		}
-		common = keep
 	}
-	return common, nil
+	var out []FileChange
+	for _, e := range at {
+		if e.differs == len(facts.Parents) || e.dropped {
+			out = append(out, e.file)
+		}
+	}
+	slices.SortFunc(out, func(x, y FileChange) int { return strings.Compare(x.Path, y.Path) })
+	return out, nil
+}
+
+// diffFiles lists the files that differ between trees from and to
+// (ZeroHash: empty), as to holds them.
+func (s *Store) diffFiles(from, to Hash) ([]FileChange, error) {
+	var files []FileChange
+	links := map[int]Hash{}
+	err := s.diffEntries("", from, to, func(path string, _, y *treeEntry) error {
+		if y != nil && y.mode == modeSymlink {
+			links[len(files)] = y.hash
+		}
+		files = append(files, FileChange{Path: path, Deleted: y == nil, Symlink: links[len(files)] != ZeroHash})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, blob := range links {
+		if files[i].Link, err = s.linkTarget(blob); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// mergeBaseTree is the tree of the merge base git names for parents (`git
+// merge-base --octopus`: with several best bases, one of them), ZeroHash
+// (empty) when they share no history.
+func (s *Store) mergeBaseTree(parents []Hash) (Hash, error) {
+	args := []string{"merge-base", "--octopus"}
+	for _, p := range parents {
+		args = append(args, p.String())
+	}
+	out, err := s.gitOut(args...)
+	var ee *exec.ExitError
+	if err != nil && errors.As(err, &ee) && ee.ExitCode() == 1 && len(bytes.TrimSpace(out)) == 0 {
+		return ZeroHash, nil // no common ancestor
+	}
+	if err != nil {
+		return ZeroHash, err
+	}
+	base := strings.TrimSpace(string(out))
+	if !isHexHash(base) {
+		return ZeroHash, fmt.Errorf("gitstore: git merge-base printed %q", truncate(base, 80))
+	}
+	return s.commitTree(ParseHash(base))
 }
 
 // linkTarget reads a symlink's blob ("" when it is longer than any path).

@@ -75,18 +75,53 @@ func TestChangedPathsMatchesGit(t *testing.T) {
 	git("add", "-A")
 	git("commit", "-q", "--no-edit")
 	commits = append(commits, git("rev-parse", "HEAD"))
+	// Merges that throw a side's change away: -s ours (side.txt and
+	// src/a.go as the base had them), and a conflict resolved by taking
+	// main's side; a clean octopus merge.
+	git("reset", "-q", "--hard", "HEAD~1")
+	git("merge", "-q", "--no-edit", "-s", "ours", "side")
+	commits = append(commits, git("rev-parse", "HEAD"))
+	git("reset", "-q", "--hard", "HEAD~1")
+	git("checkout", "-q", "-b", "side3", "HEAD")
+	writeFileT(t, dir, "side3.txt", "3\n", 0o644)
+	commit("side3")
+	git("checkout", "-q", "main")
+	git("merge", "-q", "--no-edit", "side", "side3")
+	commits = append(commits, git("rev-parse", "HEAD"))
+	git("reset", "-q", "--hard", "HEAD~1")
+	writeFileT(t, dir, "src/a.go", "main's\n", 0o644)
+	commit("main edits a")
+	git("merge", "-q", "--no-ff", "--no-edit", "-X", "ours", "side")
+	commits = append(commits, git("rev-parse", "HEAD"))
 
 	s := openT(t, dir, Options{})
-	for _, c := range commits {
-		args := []string{"diff-tree", "-r", "--root", "--no-renames", "--name-only", "--no-commit-id"}
-		if parents := strings.Fields(git("rev-list", "--parents", "-n1", c)); len(parents) > 2 {
-			args = append(args, "-c")
-		}
-		var want []string
-		for _, p := range strings.Split(git(append(args, c)...), "\n") {
+	names := func(args ...string) []string {
+		var out []string
+		for _, p := range strings.Split(git(append([]string{"diff-tree", "-r", "--root", "--no-renames", "--name-only", "--no-commit-id"}, args...)...), "\n") {
 			if p != "" {
-				want = append(want, p)
+				out = append(out, p)
 			}
+		}
+		return out
+	}
+	for _, c := range commits {
+		var want []string
+		if parents := strings.Fields(git("rev-list", "--parents", "-n1", c))[1:]; len(parents) > 1 {
+			// A merge: what differs from every parent (git's combined
+			// diff), and each side's change from the merge base that the
+			// merge does not keep.
+			want = names("-c", c)
+			base := git(append([]string{"merge-base", "--octopus"}, parents...)...)
+			for _, p := range parents {
+				kept := names(p, c)
+				for _, path := range names(base, p) {
+					if slices.Contains(kept, path) && !slices.Contains(want, path) {
+						want = append(want, path)
+					}
+				}
+			}
+		} else {
+			want = names(c)
 		}
 		slices.Sort(want)
 		got, err := s.ChangedPaths(ParseHash(c))

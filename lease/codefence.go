@@ -26,11 +26,14 @@ import (
 //     the named agent's registered key, which proves it.
 //   - Paths: every path the commit changes (added, modified, deleted; a
 //     rename is its old and its new path), as the commit's tree differs
-//     from each parent's; a merge is judged only for the paths that differ
-//     from every parent (what the merge itself wrote), so merging main into
-//     a branch does not judge main's commits again. A symlink (mode 120000)
-//     also counts as a write into the path it points at, resolved from the
-//     link's folder; a target outside the repository is ignored.
+//     from its parent's; a merge is judged only for what it wrote itself
+//     (gitstore.ChangedFiles): the paths that differ from every parent,
+//     and those where it throws away a change one side made since the
+//     merge base (`-s ours`, a conflict resolved by taking one side), so
+//     merging main into a branch does not judge main's commits again, and
+//     a merge cannot undo another agent's work unjudged. A symlink (mode
+//     120000) also counts as a write into the path it points at, resolved
+//     from the link's folder; a target outside the repository is ignored.
 //   - Case: scopes match paths without regard to letter case, always, so a
 //     clone on a case-insensitive file system (core.ignorecase) cannot write
 //     into src/ by naming Src/, and every place judges alike.
