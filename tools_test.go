@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // script runs a tools/ script in dir with loopx being this test binary.
@@ -28,6 +30,86 @@ func script(t *testing.T, dir string, env []string, name string, args ...string)
 		t.Fatal(err)
 	}
 	return 0, string(out)
+}
+
+// actionStep runs the step of the composite action .github/actions/NAME
+// that runs tools/SCRIPT, as GitHub would: its run line and env with the
+// inputs given (else their defaults) and github.action_path filled in, in
+// dir, with LOOPX this test binary (as the action's install step sets it).
+func actionStep(t *testing.T, dir, name, script string, inputs map[string]string) (int, string) {
+	t.Helper()
+	var spec struct {
+		Inputs map[string]struct{ Default string } `yaml:"inputs"`
+		Runs   struct {
+			Steps []struct {
+				Run string
+				Env map[string]string
+			}
+		}
+	}
+	wd, _ := os.Getwd()
+	path := filepath.Join(wd, ".github", "actions", name)
+	data, err := os.ReadFile(filepath.Join(path, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]string{}
+	for k, v := range spec.Inputs {
+		in[k] = v.Default
+	}
+	for k, v := range inputs {
+		in[k] = v
+	}
+	expand := func(v string) string {
+		v = strings.ReplaceAll(v, "${{ github.action_path }}", path)
+		for k, val := range in {
+			v = strings.ReplaceAll(v, "${{ inputs."+k+" }}", val)
+		}
+		if strings.Contains(v, "${{") {
+			t.Fatalf("the action's step uses %q, which this test does not provide", v)
+		}
+		return v
+	}
+	for _, st := range spec.Runs.Steps {
+		if !strings.Contains(st.Run, "tools/"+script) {
+			continue
+		}
+		cmd := exec.Command("bash", "-c", expand(st.Run))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "LOOPX="+loopxWrapper(t), "LOOPX_FORMAT=text")
+		for k, v := range st.Env {
+			cmd.Env = append(cmd.Env, k+"="+expand(v))
+		}
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	t.Fatalf("no step of .github/actions/%s runs tools/%s", name, script)
+	return 0, ""
+}
+
+// TestVerifyStateAction: the loopx-verify-state action's step (its
+// environment included: $LOOPX_REMOTE must not put loopx in remote mode
+// against the fetched copy) verifies a store that holds.
+func TestVerifyStateAction(t *testing.T) {
+	srv := fileServer(t)
+	bare := bareRepo(t, srv.base, "state")
+	client := machine(t, bare)
+	must(t, client, "goal", "create", "--goal-id", "g")
+	head := git(t, bare, "rev-parse", "refs/loopx/state")
+	ci := t.TempDir()
+	git(t, ci, "init", "-q")
+	git(t, ci, "remote", "add", "origin", bare)
+	if code, out := actionStep(t, ci, "loopx-verify-state", "loopx-verify-state.sh", nil); code != 0 || !strings.Contains(out, "verified up to "+head) {
+		t.Fatalf("the action: exit %d\n%s", code, out)
+	}
 }
 
 func TestVerifyStateScript(t *testing.T) {
@@ -128,5 +210,38 @@ func TestGuardRangeScript(t *testing.T) {
 	}
 	if code, out := script(t, ci, nil, "loopx-guard-range.sh", base); code != 2 || !strings.Contains(out, "usage") {
 		t.Fatalf("usage: exit %d\n%s", code, out)
+	}
+	// $LOOPX_AGENT_ID no longer names anybody: a commit is its trailer's.
+	if code, out := script(t, ci, []string{"LOOPX_AGENT_ID=agent-a"}, "loopx-guard-range.sh", base, badHead); code != 1 || !strings.Contains(out, "write_scope_conflict") {
+		t.Fatalf("LOOPX_AGENT_ID=agent-a: exit %d\n%s", code, out)
+	}
+
+	// The paused writer: agent-a's commit under epoch 1 of a todo since
+	// transferred to agent-b is refused with stale_epoch (the code fence,
+	// as the server hook judges it).
+	must(t, dev, "todo", "add", "--goal-id", "g", "--todo-id", "todo_api", "--text", "x")
+	must(t, dev, "task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_api", "--owner", "agent-a",
+		"--idempotency-key", "ka", "--ttl-seconds", "3600", "--write-scope", "api/**")
+	git(t, dev, "reset", "-q", "--hard", okHead)
+	staleHead := commit("api/a.go", "agent-a\nLoopx-Lease: g/todo_api@1")
+	must(t, dev, "task-lease", "transfer", "--goal-id", "g", "--todo-id", "todo_api", "--owner", "agent-a",
+		"--idempotency-key", "ka", "--expected-version", "1", "--new-owner", "agent-b", "--new-idempotency-key", "kb", "--ttl-seconds", "3600")
+	git(t, dev, "push", "-q", "origin", "HEAD:refs/heads/stale")
+	git(t, ci, "fetch", "-q", "origin", "refs/heads/stale:refs/remotes/origin/stale")
+	code, out = script(t, ci, nil, "loopx-guard-range.sh", okHead, staleHead)
+	if code != 1 || !strings.Contains(out, "stale_epoch: Loopx-Lease g/todo_api@1: the todo has since been held by agent-b (epoch 2)") {
+		t.Fatalf("the paused writer's range: exit %d\n%s", code, out)
+	}
+
+	// The action runs the script as its step says, with its inputs.
+	action := func(base, head string) (int, string) {
+		t.Helper()
+		return actionStep(t, ci, "loopx-guard", "loopx-guard-range.sh", map[string]string{"base": base, "head": head})
+	}
+	if code, out := action(base, okHead); code != 0 {
+		t.Fatalf("the action on a range outside every lease: exit %d\n%s", code, out)
+	}
+	if code, out := action(okHead, staleHead); code != 1 || !strings.Contains(out, "stale_epoch") || !strings.Contains(out, "write_scope_conflict: api/a.go is inside agent-b's write scope") {
+		t.Fatalf("the action on the paused writer's range: exit %d\n%s", code, out)
 	}
 }

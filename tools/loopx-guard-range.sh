@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# loopx-guard-range.sh BASE HEAD: the push-time write-scope guard for pull
-# requests. It fetches the state ref and runs
+# loopx-guard-range.sh BASE HEAD: the code fence for pull requests, on hosts
+# that run no server hooks. It fetches the state ref and runs
 # `loopx guard check --range BASE..HEAD`: every commit of the pull request is
-# judged against the leases in force when it was made, as the agent that made
-# it, and the check fails when one changed a path inside another agent's
-# leased write scope.
+# judged as the server hook would judge it if it landed now (on the state ref
+# as fetched, never by the commit's dates; its agent is its Loopx-Agent
+# trailer): refused when it writes into another agent's effective write scope
+# (write_scope_conflict), names a lease whose todo has since been held by
+# another agent (stale_epoch), or, in a store that requires signatures, writes
+# into a leased scope unsigned or signed by another key than its agent's
+# (signature_required, signature_invalid).
 #
 # Environment (all optional):
 #   LOOPX            the loopx executable (default: loopx on PATH)
 #   LOOPX_REMOTE     the remote holding the state ref (default: origin)
 #   LOOPX_STATE_REF  the state ref (default: refs/loopx/state)
-#   LOOPX_AGENT_ID   the agent of commits that name none (no Loopx-Agent trailer)
-# Exit: 0 no conflict (or no state ref: nothing is leased), 1 a commit
-# conflicts with a lease, 2 usage or setup problem.
+# Exit: 0 every commit passes (or no state ref: nothing is leased), 1 a commit
+# is refused (one line per refused commit, with its code), 2 usage or setup
+# problem.
 set -euo pipefail
 
 if [ $# -ne 2 ] || [ -z "$1" ] || [ -z "$2" ]; then
@@ -22,6 +26,10 @@ fi
 base=$1 head=$2
 loopx=${LOOPX:-loopx}
 remote=${LOOPX_REMOTE:-origin}
+# loopx itself reads $LOOPX_REMOTE as --remote: left in the environment (the
+# action sets it), loopx would look for the fetched copy's ref on the server
+# instead of judging the copy. The remote is this script's business only.
+unset LOOPX_REMOTE
 ref=${LOOPX_STATE_REF:-refs/loopx/state}
 case "$ref" in
 refs/*) ;;

@@ -19,6 +19,10 @@ set -euo pipefail
 
 loopx=${LOOPX:-loopx}
 remote=${LOOPX_REMOTE:-origin}
+# loopx itself reads $LOOPX_REMOTE as --remote: left in the environment (the
+# action sets it), loopx would look for the fetched copy's ref on the server
+# instead of judging the copy. The remote is this script's business only.
+unset LOOPX_REMOTE
 ref=${LOOPX_STATE_REF:-refs/loopx/state}
 verified_file=${LOOPX_VERIFIED:-.loopx-verified}
 
