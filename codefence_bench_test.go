@@ -18,6 +18,16 @@ import (
 // (they run from 2026-01-01T00:00Z for a day).
 var fenceBenchNow = time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 
+// fenceBenchLoopx is the loopx a benchmark's hooks run: $LOOPX_BENCH_BIN
+// when set (a built loopx: `go build -o /tmp/loopx ./cmd/loopx`), else this
+// test binary behind a shell wrapper (see TestMain), which starts slower.
+func fenceBenchLoopx(b *testing.B) string {
+	if exe := os.Getenv("LOOPX_BENCH_BIN"); exe != "" {
+		return exe
+	}
+	return loopxWrapper(b)
+}
+
 // fenceBenchRepo is a store of 10,000 todos with 1,000 effective leases
 // (seed/<i>/**, all seed-agent's), a base commit on main and 50 work
 // commits on top, each changing 3 paths: src/a.go, docs/x.md and
@@ -89,8 +99,8 @@ func BenchmarkServerHookCode(b *testing.B) {
 // pre-receive hook `loopx server-hook install` wrote (hook), and of the
 // same push to a repository without it (no-hook), on the store of
 // BenchmarkServerHookCode: the difference is what the hook costs a pusher,
-// its process start and store opening included. The hook runs this test
-// binary as loopx (see TestMain); the branch is set back after each push.
+// its process start and store opening included. The hook runs
+// fenceBenchLoopx; the branch is set back after each push.
 func BenchmarkServerHookCodePush(b *testing.B) {
 	dir, commits := fenceBenchRepo(b)
 	env := []string{"LOOPX_NOW=" + fenceBenchNow.Format(time.RFC3339)} // the hook inherits it over a path remote
@@ -99,7 +109,7 @@ func BenchmarkServerHookCodePush(b *testing.B) {
 		git(b, dir, "init", "-q", "--bare", server)
 		git(b, dir, "push", "-q", server, commits[len(commits)-2]+":refs/heads/main", "refs/loopx/state")
 		if mode == "hook" {
-			must(b, dir, "server-hook", "install", "--repo", server, "--loopx", loopxWrapper(b))
+			must(b, dir, "server-hook", "install", "--repo", server, "--loopx", fenceBenchLoopx(b))
 		}
 		b.Run(mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -123,7 +133,7 @@ func BenchmarkServerHookCodePush(b *testing.B) {
 // ms): the same commit of one path inside seed-agent's own lease, on the
 // store of 10,000 todos with 1,000 effective leases, with the hook
 // (commit-msg) and without it (--no-verify skips it), side by side. The
-// hook runs this test binary as loopx (see TestMain).
+// hook runs fenceBenchLoopx.
 func BenchmarkCommitMsgHook(b *testing.B) {
 	dir := newStore(b, "g", "seed-agent")
 	seedTodos(b, dir, 10000, 1000)
@@ -133,7 +143,7 @@ func BenchmarkCommitMsgHook(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, err = audit.New(s).GuardInstallHook(audit.GuardHookCommitMsg, loopxWrapper(b))
+	_, err = audit.New(s).GuardInstallHook(audit.GuardHookCommitMsg, fenceBenchLoopx(b))
 	s.Close()
 	if err != nil {
 		b.Fatal(err)

@@ -175,14 +175,25 @@ type CodeRefusal struct {
 }
 
 // CodeFence is the state code commits are judged on: the store's records
-// (v) and its lease records by goal, read once for every commit of a push.
+// (v), read as a push's commits need them. The scopes of the active lease
+// records come from the view's index of active leases (ActiveLeases, kept
+// beside the store, so a hook does not decode every lease record); a
+// record itself is read only when one of its scopes covers a path a commit
+// wrote, or when a commit names its lease, once per check.
 type CodeFence struct {
 	v        *View
 	now      time.Time
 	required bool
 	goals    []string
-	leases   map[string][]*Lease // all records, by goal
-	folded   map[string][]*Lease // the active ones with scopes in lower case
+	active   map[string][]foldedLease // the active lease records with scopes, by goal
+	records  map[string]*Lease        // by lease path: read (nil: none)
+}
+
+// foldedLease is an active lease record as the index lists it, its scopes
+// in lower case.
+type foldedLease struct {
+	todo   string
+	scopes []string
 }
 
 // NewCodeFence reads the lease records of the store v judged at now.
@@ -192,7 +203,7 @@ func NewCodeFence(v *View, now time.Time) (*CodeFence, error) {
 		return nil, err
 	}
 	f := &CodeFence{v: v, now: now, required: m != nil && m.RequireSignatures,
-		leases: map[string][]*Lease{}, folded: map[string][]*Lease{}}
+		active: map[string][]foldedLease{}, records: map[string]*Lease{}}
 	if m == nil {
 		return f, nil // no store: no lease guards anything
 	}
@@ -200,24 +211,59 @@ func NewCodeFence(v *View, now time.Time) (*CodeFence, error) {
 		return nil, err
 	}
 	for _, g := range f.goals {
-		ls, err := v.Leases(g)
+		act, err := v.activeLeases(g)
 		if err != nil {
 			return nil, err
 		}
-		f.leases[g] = ls
-		for _, l := range ls {
-			if l.Status != LeaseActive || len(l.WriteScopes) == 0 {
+		for _, a := range act {
+			if len(a.Scopes) == 0 {
 				continue
 			}
-			c := *l
-			c.WriteScopes = make([]string, len(l.WriteScopes))
-			for i, s := range l.WriteScopes {
-				c.WriteScopes[i] = strings.ToLower(s)
+			fl := foldedLease{todo: a.TodoID, scopes: make([]string, len(a.Scopes))}
+			for i, sc := range a.Scopes {
+				fl.scopes[i] = strings.ToLower(sc)
 			}
-			f.folded[g] = append(f.folded[g], &c)
+			f.active[g] = append(f.active[g], fl)
 		}
 	}
 	return f, nil
+}
+
+// record reads the lease record of goal's todo once per fence (nil: none).
+func (f *CodeFence) record(goal, todo string) (*Lease, error) {
+	p := LeasePath(goal, todo)
+	if l, ok := f.records[p]; ok {
+		return l, nil
+	}
+	l, err := f.v.leaseRecord(goal, todo)
+	if err != nil {
+		return nil, err
+	}
+	f.records[p] = l
+	return l, nil
+}
+
+// covering returns, with their scopes in lower case, the active lease
+// records of goal whose scopes cover one of the folded paths: the only
+// ones a commit of those paths can meet.
+func (f *CodeFence) covering(goal string, folded []string) ([]*Lease, error) {
+	var out []*Lease
+	for _, a := range f.active[goal] {
+		if !coversAny(a.scopes, folded) {
+			continue
+		}
+		l, err := f.record(goal, a.todo)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil || l.Status != LeaseActive {
+			continue
+		}
+		c := *l
+		c.WriteScopes = a.scopes
+		out = append(out, &c)
+	}
+	return out, nil
 }
 
 // Judge judges one commit; no refusal means it passes.
@@ -253,10 +299,10 @@ func (f *CodeFence) Judge(c CodeCommit) ([]CodeRefusal, error) {
 			add(p.LinkTarget, p.Path+" -> "+p.LinkTarget)
 		}
 	}
-	if len(folded) == 0 || len(f.folded) == 0 {
+	if len(folded) == 0 || len(f.active) == 0 {
 		return out, nil
 	}
-	vs, err := GuardCheckLeases(f.v, f.goals, func(g string) ([]*Lease, error) { return f.folded[g], nil }, agent, folded, f.now)
+	vs, err := GuardCheckLeases(f.v, f.goals, func(g string) ([]*Lease, error) { return f.covering(g, folded) }, agent, folded, f.now)
 	if err != nil {
 		e, _ := AsError(err)
 		if e != nil {
@@ -284,17 +330,9 @@ func (f *CodeFence) stale(agent string, ref LeaseRef) (string, error) {
 	if agent == "" {
 		return "the commit names no agent (" + TrailerAgent + ") to have held it", nil
 	}
-	var l *Lease
-	for _, x := range f.leases[ref.Goal] {
-		if x.TodoID == ref.Todo {
-			l = x
-		}
-	}
-	if l == nil {
-		var err error
-		if l, err = f.v.Lease(ref.Goal, ref.Todo); err != nil {
-			return "", err
-		}
+	l, err := f.record(ref.Goal, ref.Todo)
+	if err != nil {
+		return "", err
 	}
 	if l == nil || ref.Epoch > l.Epoch {
 		return "no such lease was ever held", nil
@@ -326,9 +364,9 @@ func (f *CodeFence) stale(agent string, ref LeaseRef) (string, error) {
 func (f *CodeFence) signature(c CodeCommit, agent string, folded []string, orig map[string]string) (CodeRefusal, bool, error) {
 	inside := ""
 	for _, g := range f.goals {
-		for _, l := range f.folded[g] {
+		for _, a := range f.active[g] {
 			for _, p := range folded {
-				for _, s := range l.WriteScopes {
+				for _, s := range a.scopes {
 					if inside == "" && ScopeCovers(s, p) {
 						inside = orig[p]
 					}
@@ -379,12 +417,19 @@ func LeasesCovering(v *View, agent string, paths []string, now time.Time) ([]Lea
 	}
 	var out []LeaseRef
 	for _, g := range goals {
-		leases, err := v.Leases(g)
+		act, err := v.activeLeases(g)
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range leases {
-			if l.Owner != agent || l.Status != LeaseActive || !now.Before(l.ExpiresAt) || !coversAny(l.WriteScopes, folded) {
+		for _, a := range act {
+			if !now.Before(a.ExpiresAt) || !coversAny(a.Scopes, folded) {
+				continue
+			}
+			l, err := v.leaseRecord(g, a.TodoID)
+			if err != nil {
+				return nil, err
+			}
+			if l == nil || l.Owner != agent || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
 				continue
 			}
 			eff, err := leaseIsEffective(v, g, l, now)
