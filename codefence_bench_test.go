@@ -75,7 +75,7 @@ func BenchmarkServerHookCode(b *testing.B) {
 			old := commits[len(commits)-1-n]
 			git(b, server, "update-ref", "refs/heads/main", old)
 			up := audit.ReceiveUpdate{Old: gitstore.ParseHash(old), New: gitstore.ParseHash(tip), Ref: "refs/heads/main"}
-			for i := 0; i < b.N; i++ {
+			hook := func() {
 				s, err := lx.Open(lx.Options{Dir: server, Now: func() time.Time { return fenceBenchNow }})
 				if err != nil {
 					b.Fatal(err)
@@ -88,6 +88,11 @@ func BenchmarkServerHookCode(b *testing.B) {
 				if res.Data.CodeChecked != n {
 					b.Fatalf("judged %d commits, want %d", res.Data.CodeChecked, n)
 				}
+			}
+			hook() // the server's first check builds its derived caches (loopx-cache/)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				hook()
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N)/float64(n), "ms/commit")
 		})
@@ -111,17 +116,21 @@ func BenchmarkServerHookCodePush(b *testing.B) {
 		if mode == "hook" {
 			must(b, dir, "server-hook", "install", "--repo", server, "--loopx", fenceBenchLoopx(b))
 		}
+		push := func(b *testing.B) {
+			cmd := exec.Command("git", "push", "-q", server, "HEAD:refs/heads/main")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), env...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("push (%s): %v\n%s", mode, err, out)
+			}
+			b.StopTimer()
+			git(b, server, "update-ref", "refs/heads/main", commits[len(commits)-2])
+			b.StartTimer()
+		}
+		push(b) // the server's first check builds its derived caches (loopx-cache/)
 		b.Run(mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				cmd := exec.Command("git", "push", "-q", server, "HEAD:refs/heads/main")
-				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), env...)
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("push (%s): %v\n%s", mode, err, out)
-				}
-				b.StopTimer()
-				git(b, server, "update-ref", "refs/heads/main", commits[len(commits)-2])
-				b.StartTimer()
+				push(b)
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/push")
 		})
@@ -151,24 +160,28 @@ func BenchmarkCommitMsgHook(b *testing.B) {
 	env := []string{"LOOPX_NOW=" + fenceBenchNow.Format(time.RFC3339), "LOOPX_AGENT_ID=seed-agent"}
 	path := filepath.Join(dir, "seed", "500", "x.go")
 	round := 0 // b.Run calls each function more than once: keep contents new
+	commit := func(b *testing.B, mode string) {
+		b.StopTimer()
+		round++
+		writeBench(b, path, fmt.Sprintf("round %d\n", round))
+		git(b, dir, "add", path)
+		args := []string{"-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "bench"}
+		if mode == "no-hook" {
+			args = append(args, "--no-verify")
+		}
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		b.StartTimer()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git commit (%s): %v\n%s", mode, err, out)
+		}
+	}
+	commit(b, "commit-msg") // the first run builds the derived caches (loopx-cache/)
 	for _, mode := range []string{"commit-msg", "no-hook"} {
 		b.Run(mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				round++
-				writeBench(b, path, fmt.Sprintf("round %d\n", round))
-				git(b, dir, "add", path)
-				args := []string{"-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "bench"}
-				if mode == "no-hook" {
-					args = append(args, "--no-verify")
-				}
-				cmd := exec.Command("git", args...)
-				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), env...)
-				b.StartTimer()
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("git commit (%s): %v\n%s", mode, err, out)
-				}
+				commit(b, mode)
 			}
 			b.StopTimer()
 			msg := git(b, dir, "log", "-1", "--format=%B")
