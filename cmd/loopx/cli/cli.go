@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/lease"
@@ -62,7 +63,7 @@ func RunWith(c Config, args []string, stdout, stderr io.Writer) int {
 	// Shell completion (cobra's hidden __complete) parses the flags of every
 	// command on the line, groups included.
 	e.completing = len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
-	root := newRoot(e)
+	root := newRoot(e, args)
 	if args == nil {
 		args = []string{} // cobra would read os.Args
 	}
@@ -84,7 +85,57 @@ func RunWith(c Config, args []string, stdout, stderr io.Writer) int {
 	return int(lease.ClassOf(le.Code))
 }
 
-func newRoot(e *env) *cobra.Command {
+// topCommands are the root's commands, each built only when it is needed:
+// a run names one of them, and building the whole tree (every command's
+// flags, the rails and completions of each) costs more than some commands
+// take (TestTopCommandsNameTheTree keeps the names right).
+func topCommands() []topCommand {
+	return []topCommand{
+		{"init", initCmd}, {"goal", goalCmd}, {"agent", agentCmd}, {"todo", todoCmd}, {"task-lease", leaseCmd},
+		{"log", logCmd}, {"verify", verifyCmd}, {"gc", gcCmd}, {"demo", demoCmd}, {"version", versionCmd},
+		{"guard", guardCmd}, {"sync", syncCmd}, {"apply", applyCmd}, {"clock-reset", clockResetCmd},
+		{"status", statusCmd}, {"run", runCmd}, {"server-hook", serverHookCmd}, {"mcp", mcpCmd},
+		{"admin", adminCmd}, {"web", webCmd}, {"doctor", doctorCmd}, {"gen-docs", genDocsCmd},
+	}
+}
+
+type topCommand struct {
+	name string
+	make func(*env) *cobra.Command
+}
+
+// commandWord is the first word of args that is not a global flag or its
+// value: the name of the top-level command a run asks for ("" when none).
+func commandWord(root *cobra.Command, args []string) string {
+	fs := root.PersistentFlags()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var f *pflag.Flag
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, "--"):
+			name, _, hasValue := strings.Cut(a[2:], "=")
+			if f = fs.Lookup(name); f == nil || hasValue {
+				continue
+			}
+		case strings.HasPrefix(a, "-") && len(a) == 2:
+			if f = fs.ShorthandLookup(a[1:]); f == nil {
+				continue
+			}
+		case strings.HasPrefix(a, "-"):
+			continue
+		default:
+			return a
+		}
+		if f.NoOptDefVal == "" {
+			i++ // the flag's value
+		}
+	}
+	return ""
+}
+
+func newRoot(e *env, args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "loopx",
 		Short: "Divide work between agents with claims and fenced task leases kept in Git",
@@ -106,10 +157,23 @@ Git history is the audit trail. Output is JSON when stdout is not a terminal.`,
 	})
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error { return e.resolveFormat() }
 	root.Flags().BoolP("version", "v", false, "print the loopx version and store format")
-	root.AddCommand(initCmd(e), goalCmd(e), agentCmd(e), todoCmd(e), leaseCmd(e),
-		logCmd(e), verifyCmd(e), gcCmd(e), demoCmd(e), versionCmd(e), guardCmd(e), syncCmd(e),
-		applyCmd(e), clockResetCmd(e), statusCmd(e), runCmd(e), serverHookCmd(e), mcpCmd(e), adminCmd(e), webCmd(e), doctorCmd(e),
-		genDocsCmd(e))
+	// A run that names a command gets that command alone; help, shell
+	// completion, gen-docs and a run naming none (a typo: suggestions)
+	// get the whole tree.
+	word := commandWord(root, args)
+	only, top := -1, topCommands()
+	if !e.completing && word != "gen-docs" {
+		for i, c := range top {
+			if c.name == word {
+				only = i
+			}
+		}
+	}
+	for i, c := range top {
+		if only < 0 || i == only {
+			root.AddCommand(c.make(e))
+		}
+	}
 	root.SetHelpCommand(helpCmd(root))
 	root.InitDefaultCompletionCmd()
 	e.installRails(root)

@@ -95,7 +95,7 @@ var envDefaults = map[string]string{"registry": "", "remote": "", "offline": "fa
 
 // docTree builds the command tree that the documents describe.
 func docTree() *cobra.Command {
-	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard})
+	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard}, nil)
 	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
 		if v, ok := envDefaults[f.Name]; ok {
 			f.DefValue = v

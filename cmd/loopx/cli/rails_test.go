@@ -15,7 +15,7 @@ import (
 // of the tree and a flag that command has, so a renamed flag cannot leave a
 // rail that silently never fires.
 func TestRailTablesNameRealFlags(t *testing.T) {
-	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard})
+	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard}, nil)
 	cmds := map[string]*cobra.Command{}
 	walk(root, func(c *cobra.Command) { cmds[cmdKey(c)] = c })
 	for _, row := range tableFlags() {
@@ -36,7 +36,7 @@ func TestRailTablesNameRealFlags(t *testing.T) {
 // unknown one, and a missing one, with the usage error and exit 2.
 func TestEveryGroupRefusesUnknownSubcommands(t *testing.T) {
 	t.Setenv("LOOPX_FORMAT", "json")
-	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard})
+	root := newRoot(&env{stdout: io.Discard, stderr: io.Discard}, nil)
 	var groups [][]string
 	walk(root, func(c *cobra.Command) {
 		if c.HasSubCommands() {
