@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -135,10 +136,10 @@ func gitSaid(stderr string) string {
 	return redactURL(s)
 }
 
-var urlPassword = regexp.MustCompile(`(://[^/@\s:'"]*):[^/@\s'"]*@`)
+var urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(://[^/@\s:'"]*):[^/@\s'"]*@`) })
 
 // redactURL masks a password written into a URL.
-func redactURL(s string) string { return urlPassword.ReplaceAllString(s, "$1:***@") }
+func redactURL(s string) string { return urlPassword().ReplaceAllString(s, "$1:***@") }
 
 // wireError turns a failed git command into a gitstore error: the class
 // (ErrIO, ErrRemoteRejected, ErrRemoteUnavailable), what git said, and

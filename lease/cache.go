@@ -77,7 +77,7 @@ func (c *RecordCache) init() {
 		return
 	}
 	body, sum := data[len(cacheMagic):len(data)-4], data[len(data)-4:]
-	if binary.BigEndian.Uint32(sum) != crc32.Checksum(body, castagnoli) {
+	if binary.BigEndian.Uint32(sum) != crc32.Checksum(body, castagnoli()) {
 		return
 	}
 	data = data[:len(data)-4]
@@ -212,10 +212,12 @@ func (c *RecordCache) Encode() []byte {
 		}
 		out = buf.Bytes()
 	}
-	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out[len(cacheMagic):], castagnoli))
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out[len(cacheMagic):], castagnoli()))
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made at first use (not at start-up:
+// making it costs more than a command that never checks a cache takes).
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // Clone returns a deep copy of t, so a decision can modify it freely.
 func (t *Todo) Clone() *Todo {

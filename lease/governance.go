@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -51,10 +50,18 @@ import (
 // MaxAdmins bounds the admins of one store.
 const MaxAdmins = 64
 
-var storeIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
 // ValidStoreID reports whether s is a store id: 32 lowercase hex digits.
-func ValidStoreID(s string) bool { return storeIDPattern.MatchString(s) }
+func ValidStoreID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Operation names of governance.
 const (

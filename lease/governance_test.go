@@ -228,3 +228,25 @@ func TestStoreMetaValidateAdmins(t *testing.T) {
 		}
 	}
 }
+
+// TestValidStoreID: a store id is exactly 32 lowercase hex digits.
+func TestValidStoreID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{
+		{"0123456789abcdef0123456789abcdef", true},
+		{"ffffffffffffffffffffffffffffffff", true},
+		{"0123456789abcdef0123456789abcde", false},
+		{"0123456789abcdef0123456789abcdef0", false},
+		{"0123456789ABCDEF0123456789abcdef", false},
+		{"0123456789abcdeg0123456789abcdef", false},
+		{"0123456789abcdef0123456789abcde/", false},
+		{"0123456789abcdef0123456789abcde:", false},
+		{"", false},
+	} {
+		if got := ValidStoreID(c.id); got != c.want {
+			t.Errorf("ValidStoreID(%q) = %v, want %v", c.id, got, c.want)
+		}
+	}
+}

@@ -24,7 +24,8 @@ import (
 
 const codecMagic = "loopx-derived "
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made at first use (not at start-up).
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // encode wraps body in the codec.
 func encode(kind string, version int, tag gitstore.Hash, body []byte) []byte {
@@ -46,7 +47,7 @@ func encode(kind string, version int, tag gitstore.Hash, body []byte) []byte {
 
 // appendSum appends the checksum of payload.
 func appendSum(payload []byte) []byte {
-	return binary.BigEndian.AppendUint32(payload, crc32.Checksum(payload, castagnoli))
+	return binary.BigEndian.AppendUint32(payload, crc32.Checksum(payload, castagnoli()))
 }
 
 // decode unwraps a file of kind at version: its tag (zero for "-") and its
@@ -56,7 +57,7 @@ func decode(kind string, version int, data []byte) (tag gitstore.Hash, body []by
 		return gitstore.ZeroHash, nil, false
 	}
 	payload, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(payload, castagnoli) != sum {
+	if crc32.Checksum(payload, castagnoli()) != sum {
 		return gitstore.ZeroHash, nil, false
 	}
 	nl := bytes.IndexByte(payload, '\n')

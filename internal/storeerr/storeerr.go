@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -101,13 +102,15 @@ const hookVerdict = "; loopx: "
 
 // refusalLine matches a refusal line inside a client's remote_rejected
 // message (the server's lines joined).
-var refusalLine = regexp.MustCompile(regexp.QuoteMeta(refusalPrefix) + `([0-9a-f]{40}) on (\S+): ([a-z_]+)(?: \(([a-z_]+)\))?: `)
+var refusalLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(refusalPrefix) + `([0-9a-f]{40}) on (\S+): ([a-z_]+)(?: \(([a-z_]+)\))?: `)
+})
 
 // ParseRefusals reads the refusals of a loopx server hook out of a
 // remote_rejected message (nil when it holds none).
 func ParseRefusals(msg string) []Refusal {
 	var out []Refusal
-	locs := refusalLine.FindAllStringSubmatchIndex(msg, -1)
+	locs := refusalLine().FindAllStringSubmatchIndex(msg, -1)
 	for i, m := range locs {
 		end := len(msg)
 		if i+1 < len(locs) {
