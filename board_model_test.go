@@ -130,11 +130,23 @@ func TestBoardModelMatchesFullRender(t *testing.T) {
 		case k < 90:
 			op = "delete model"
 			os.Remove(model)
-		case k < 94:
+		case k < 92:
 			op = "damage model"
 			if b, err := os.ReadFile(model); err == nil && len(b) > 60 {
 				b[41+rng.IntN(len(b)-41)] ^= 0x20
 				os.WriteFile(model, b, 0o644)
+			}
+		case k < 94:
+			// The model's root stands, one of its pages is gone or damaged.
+			op = "damage a page"
+			if pages, _ := filepath.Glob(model + ".pages/*"); len(pages) > 0 {
+				p := pages[rng.IntN(len(pages))]
+				if b, err := os.ReadFile(p); err == nil && rng.IntN(2) == 0 {
+					b[rng.IntN(len(b))] ^= 0x20
+					os.WriteFile(p, b, 0o644)
+				} else {
+					os.Remove(p)
+				}
 			}
 		default:
 			op = "rewind"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -169,6 +170,33 @@ func (s *Store) RemoveSideFile(name string) error {
 		return err
 	}
 	return nil
+}
+
+// SideFiles lists the side files in folder dir (names, not paths) last
+// modified more than olderThan ago; a missing folder has none.
+func (s *Store) SideFiles(dir string, olderThan time.Duration) ([]string, error) {
+	p, err := s.sideFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioError(err)
+	}
+	cutoff := time.Now().Add(-olderThan)
+	var out []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // ParseHash parses a full hex object name; ZeroHash if it is not one.

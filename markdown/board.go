@@ -160,22 +160,51 @@ func RenderModel(b Board) ([]byte, *Model) {
 	m := NewModel()
 	m.renderer = renderer(b.Renderer)
 	m.SetGoal(b.Goal)
+	var les []*leaseEntry
 	for _, l := range b.Leases {
 		if l != nil && recs.leases[l.TodoID] == l {
-			m.leases = append(m.leases, newLeaseEntry(l))
+			les = append(les, newLeaseEntry(l))
 		}
 	}
-	slices.SortFunc(m.leases, func(a, b *leaseEntry) int { return strings.Compare(a.todoID, b.todoID) })
+	slices.SortFunc(les, func(a, b *leaseEntry) int { return strings.Compare(a.todoID, b.todoID) })
+	leaseOf := map[string]*leaseEntry{}
+	for _, e := range les {
+		leaseOf[e.todoID] = e
+		if e.holders {
+			m.chart = append(m.chart, chartRef{e.todoID, e.latest})
+		}
+	}
+	m.charted = len(m.chart)
+	slices.SortFunc(m.chart, chartCmp)
+	m.chart = slices.Clip(m.chart[:min(len(m.chart), chartKeep)])
+	var order []*todoEntry
 	for _, t := range b.Todos {
 		if t != nil && recs.todos[t.ID] == t {
 			e := newTodoEntry(t)
-			if l := m.lease(t.ID); l != nil {
-				e.leased = l.active
+			if le := leaseOf[t.ID]; le != nil {
+				e.hasLease, e.leased, e.leaseUntil = true, le.active, le.expires
 			}
-			m.order = append(m.order, e)
+			for i, d := range e.deps {
+				if dt := recs.todos[d]; dt != nil {
+					e.depStatus[i] = dt.Status
+				}
+			}
+			m.bands[e.priority]++
+			m.addDependent(e)
+			order = append(order, e)
 		}
 	}
-	slices.SortFunc(m.order, orderCmp)
+	slices.SortFunc(order, orderCmp)
+	for len(order) > 0 {
+		n := min(len(order), pageSize)
+		m.pages = append(m.pages, &todoPage{first: orderKey{order[0].priority, order[0].id}, n: n, entries: order[:n:n], dirty: true})
+		order = order[n:]
+	}
+	for len(les) > 0 {
+		n := min(len(les), pageSize)
+		m.lpages = append(m.lpages, &leasePage{first: les[0].todoID, n: n, entries: les[:n:n], dirty: true})
+		les = les[n:]
+	}
 	out, err := m.Render(recs, b.Now)
 	if err != nil {
 		panic(err) // cannot happen: recs holds every record the model has
@@ -251,7 +280,7 @@ type depState struct {
 	done       bool
 }
 
-func (m *Model) header(w *writer, counts map[string]int) {
+func (m *Model) header(w *writer, counts [numSections]int) {
 	g := m.goal
 	title := g.title
 	if strings.TrimSpace(title) == "" {
@@ -264,11 +293,11 @@ func (m *Model) header(w *writer, counts map[string]int) {
 	}
 	w.blank()
 	w.line(fmt.Sprintf("Goal %s · handoff mode %s · status %s · %s",
-		code(g.id), code(g.handoffMode), code(g.status), count(len(m.order), MaxSectionTodos, "todo")))
+		code(g.id), code(g.handoffMode), code(g.status), count(m.Len(), MaxSectionTodos, "todo")))
 	w.blank()
 	parts := make([]string, 0, len(sectionOrder))
-	for _, name := range sectionOrder {
-		parts = append(parts, strings.ToLower(name)+" "+capped(counts[name], MaxSectionTodos))
+	for i, name := range sectionOrder {
+		parts = append(parts, strings.ToLower(name)+" "+capped(counts[i], MaxSectionTodos))
 	}
 	w.line(strings.Join(parts, " · "))
 	w.blank()
@@ -506,29 +535,18 @@ type bar struct {
 }
 
 func (m *Model) timeline(w *writer, recs Records) error {
-	var all []*leaseEntry
-	for _, e := range m.leases {
-		if e.holders {
-			all = append(all, e)
+	if len(m.chart) < min(m.charted, MaxChartTodos) {
+		if err := m.fillChart(); err != nil {
+			return err
 		}
 	}
-	byID := func(a, b *leaseEntry) int { return strings.Compare(a.todoID, b.todoID) }
-	omittedTodos := 0
-	if len(all) > MaxChartTodos {
-		slices.SortFunc(all, func(a, b *leaseEntry) int {
-			if c := b.latest.Compare(a.latest); c != 0 {
-				return c
-			}
-			return byID(a, b)
-		})
-		omittedTodos = len(all) - MaxChartTodos
-		all = all[:MaxChartTodos]
-	}
-	slices.SortFunc(all, byID)
+	refs := slices.Clone(m.chart[:min(len(m.chart), MaxChartTodos)])
+	omittedTodos := m.charted - len(refs)
+	slices.SortFunc(refs, func(a, b chartRef) int { return strings.Compare(a.id, b.id) })
 	w.blank()
 	w.line("## " + secTimeline)
 	w.blank()
-	if len(all) == 0 {
+	if len(refs) == 0 {
 		w.line("_none_")
 		return nil
 	}
@@ -549,7 +567,14 @@ func (m *Model) timeline(w *writer, recs Records) error {
 	w.line("    dateFormat YYYY-MM-DD HH:mm:ss")
 	w.line("    axisFormat %m-%d %H:%M")
 	w.line("    todayMarker off")
-	for _, e := range all {
+	for _, r := range refs {
+		e, err := m.lease(r.id)
+		if err != nil {
+			return err
+		}
+		if e == nil || !e.holders {
+			return errStale("lease of " + r.id)
+		}
 		c, err := m.chartOf(e, recs)
 		if err != nil {
 			return err

@@ -372,10 +372,7 @@ func TestUntimedRendererIsTheOldBoard(t *testing.T) {
 			}
 			// Its model, saved and loaded, renders the same.
 			_, m := RenderModel(b)
-			m, err := DecodeModel(m.Encode())
-			if err != nil {
-				t.Fatal(err)
-			}
+			m = roundTrip(t, m, pageMap{})
 			recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
 			for _, td := range b.Todos {
 				recs.todos[td.ID] = td

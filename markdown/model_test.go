@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -106,7 +107,16 @@ func randomLease(rng *rand.Rand, id string, now time.Time) *lease.Lease {
 // enough for dependencies to hit.
 func TestModelMatchesRender(t *testing.T) {
 	timeOnly := 0 // renders where time alone changed the board
+	defer func(p, c int) { pageSize, maxPage, chartKeep = p, 2*p, c }(pageSize, chartKeep)
 	for seed := range uint64(12) {
+		// Half the seeds with tiny pages and a short timeline prefix, so
+		// that pages split, empty and are read back, and the prefix runs
+		// out and is filled again from every lease page.
+		if seed%2 == 1 {
+			pageSize, maxPage, chartKeep = 3, 6, MaxChartTodos+1
+		} else {
+			pageSize, maxPage, chartKeep = 64, 128, 2*MaxChartTodos
+		}
 		rng := rand.New(rand.NewPCG(seed, 99))
 		nIDs := 20 + int(seed)*15 // up to 185 todos
 		ids := make([]string, nIDs)
@@ -116,6 +126,7 @@ func TestModelMatchesRender(t *testing.T) {
 		w := &world{goal: goal("Model"), todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}, now: at(60)}
 		m := NewModel()
 		m.SetGoal(w.goal)
+		store := pageMap{}
 		steps := 600
 		var last []byte // the last render, and the records it was of
 		changed := false
@@ -137,20 +148,20 @@ func TestModelMatchesRender(t *testing.T) {
 				op = "put todo"
 				td := randomTodo(rng, id, ids, w)
 				w.todos[id] = td
-				m.PutTodo(td)
+				must(t, m.PutTodo(td))
 			case k < 11:
 				op = "delete todo"
 				delete(w.todos, id)
-				m.DeleteTodo(id)
+				must(t, m.DeleteTodo(id))
 			case k < 16:
 				op = "put lease"
 				l := randomLease(rng, id, w.now)
 				w.leases[id] = l
-				m.PutLease(l)
+				must(t, m.PutLease(l))
 			case k < 17:
 				op = "delete lease"
 				delete(w.leases, id)
-				m.DeleteLease(id)
+				must(t, m.DeleteLease(id))
 			case k < 18:
 				op = "goal"
 				w.goal = goal(fmt.Sprintf("Model %d", rng.IntN(3)))
@@ -163,10 +174,7 @@ func TestModelMatchesRender(t *testing.T) {
 				w.now = w.now.Add(time.Duration(1+rng.IntN(30)) * time.Minute)
 			default:
 				op = "save and load"
-				var err error
-				if m, err = DecodeModel(m.Encode()); err != nil {
-					t.Fatalf("seed %d step %d: %v", seed, step, err)
-				}
+				m = roundTrip(t, m, store)
 			}
 			if op != "save and load" && op != "time passes" {
 				changed = true
@@ -216,10 +224,7 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 		b.Todos = append(b.Todos, todo(fmt.Sprintf("todo_r%05d", i), "P2", "ready work"))
 	}
 	_, m := RenderModel(b)
-	m, err := DecodeModel(m.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m = roundTrip(t, m, pageMap{})
 	recs := &countingRecords{Records: memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}}
 	for _, td := range b.Todos {
 		recs.Records.(memRecords).todos[td.ID] = td
@@ -231,7 +236,7 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 	// is not.
 	first := todo("todo_a0000", "P0", "urgent")
 	recs.Records.(memRecords).todos[first.ID] = first
-	m.PutTodo(first)
+	must(t, m.PutTodo(first))
 	out, err := m.Render(recs, time.Time{})
 	if err != nil || recs.n != 1 {
 		t.Fatalf("fetched %d records (err %v), want 1", recs.n, err)
@@ -243,7 +248,7 @@ func TestModelFetchesOnlyWhatChanged(t *testing.T) {
 	// A todo past the first page changes nothing and fetches nothing.
 	late := todo("todo_z9999", "P4", "later")
 	recs.Records.(memRecords).todos[late.ID] = late
-	m.PutTodo(late)
+	must(t, m.PutTodo(late))
 	if again, err := m.Render(recs, time.Time{}); err != nil || recs.n != 1 || !bytes.Equal(again, out) {
 		t.Fatalf("a todo past the page: fetched %d, same bytes %v, err %v", recs.n, bytes.Equal(again, out), err)
 	}
@@ -266,10 +271,7 @@ func TestModelRefetchesAtExpiry(t *testing.T) {
 	b.Todos = append(b.Todos, claimed, leased)
 	b.Leases = []*lease.Lease{l}
 	_, m := RenderModel(b)
-	m, err := DecodeModel(m.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m = roundTrip(t, m, pageMap{})
 	mem := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{l.TodoID: l}}
 	for _, td := range b.Todos {
 		mem.todos[td.ID] = td
@@ -300,16 +302,20 @@ func TestModelRefetchesAtExpiry(t *testing.T) {
 	}
 }
 
-// TestDecodeModelRefusesVersion1: an encoding from before the board had a
-// render time (no expiries kept) is refused, so the caller rebuilds it.
-func TestDecodeModelRefusesVersion1(t *testing.T) {
+// TestLoadModelRefusesVersion2: an encoding from before the model was
+// kept in pages (version 2: every todo in one file) is refused, so the
+// caller rebuilds it.
+func TestLoadModelRefusesVersion2(t *testing.T) {
 	_, m := RenderModel(mixedBoard())
-	enc := m.Encode()
-	body := bytes.Clone(enc[:len(enc)-4])
-	body[len(modelMagic)] = 1
+	root, _, err := m.Save(pageMap{}.put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Clone(root[:len(root)-4])
+	body[len(modelMagic)] = 2
 	old := binary.BigEndian.AppendUint32(body, crc32.ChecksumIEEE(body))
-	if _, err := DecodeModel(old); err == nil {
-		t.Fatal("a version 1 encoding decoded")
+	if _, err := LoadModel(old, pageMap{}); err == nil {
+		t.Fatal("a version 2 encoding loaded")
 	}
 }
 
@@ -339,37 +345,110 @@ func TestModelRefusesStaleRecords(t *testing.T) {
 	}
 }
 
-// TestDecodeModelRejectsDamage: every truncation and every flipped byte of
-// an encoded model is refused.
-func TestDecodeModelRejectsDamage(t *testing.T) {
-	_, m := RenderModel(mixedBoard())
-	enc := m.Encode()
-	if _, err := DecodeModel(enc); err != nil {
+// TestLoadModelRejectsDamage: every truncation and every flipped byte of
+// a root is refused; a page that is missing, damaged or not the one its
+// root names is a StaleError when it is read (the caller rebuilds).
+func TestLoadModelRejectsDamage(t *testing.T) {
+	b := mixedBoard()
+	for i := range 300 {
+		b.Todos = append(b.Todos, todo(fmt.Sprintf("todo_z%04d", i), "P3", "more"))
+	}
+	_, m := RenderModel(b)
+	store := pageMap{}
+	root, _, err := m.Save(store.put)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range enc {
-		if _, err := DecodeModel(enc[:i]); err == nil {
+	if _, err := LoadModel(root, store); err != nil {
+		t.Fatal(err)
+	}
+	for i := range root {
+		if _, err := LoadModel(root[:i], store); err == nil {
 			t.Fatalf("truncation at %d accepted", i)
 		}
-		bad := bytes.Clone(enc)
+		bad := bytes.Clone(root)
 		bad[i] ^= 0x41
-		if _, err := DecodeModel(bad); err == nil {
+		if _, err := LoadModel(bad, store); err == nil {
 			t.Fatalf("flipped byte %d accepted", i)
 		}
 	}
+	recs := memRecords{todos: map[string]*lease.Todo{}, leases: map[string]*lease.Lease{}}
+	for _, td := range b.Todos {
+		recs.todos[td.ID] = td
+	}
+	for _, l := range b.Leases {
+		recs.leases[l.TodoID] = l
+	}
+	names, stale := m.Pages(), 0
+	if len(names) < 6 {
+		t.Fatalf("only %d pages", len(names))
+	}
+	for _, name := range names {
+		for what, damage := range map[string]func(pageMap){
+			"missing":   func(s pageMap) { delete(s, name) },
+			"truncated": func(s pageMap) { s[name] = s[name][:len(s[name])-1] },
+			"flipped":   func(s pageMap) { s[name] = bytes.Clone(s[name]); s[name][len(s[name])/2] ^= 1 },
+			"another":   func(s pageMap) { s[name] = s[names[(slices.Index(names, name)+1)%len(names)]] },
+		} {
+			s := maps.Clone(store)
+			damage(s)
+			loaded, err := LoadModel(root, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A render that reads the page finds it stale; one that does
+			// not need it draws the board.
+			got, err := loaded.Render(recs, b.Now)
+			if _, isStale := err.(*StaleError); isStale {
+				stale++
+			} else if err != nil || !bytes.Equal(got, Render(b)) {
+				t.Fatalf("page %s %s: render gave %v, want the board or a StaleError", name, what, err)
+			}
+			// Reading every page (all todos' dependents) finds it.
+			loaded, _ = LoadModel(root, s)
+			if err := readAll(loaded); err == nil {
+				t.Fatalf("page %s %s: read without error", name, what)
+			} else if _, isStale := err.(*StaleError); !isStale {
+				t.Fatalf("page %s %s: %v, want a StaleError", name, what, err)
+			}
+		}
+	}
+	if stale == 0 {
+		t.Fatal("no render read a damaged page")
+	}
 }
 
-func FuzzDecodeModel(f *testing.F) {
+// readAll reads every page of m.
+func readAll(m *Model) error {
+	for _, p := range m.pages {
+		if err := m.read(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range m.lpages {
+		if err := m.readLeases(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FuzzLoadModel: whatever root loads saves and loads to the same root.
+func FuzzLoadModel(f *testing.F) {
 	_, m := RenderModel(mixedBoard())
-	f.Add(m.Encode())
-	f.Add([]byte("LXBM\x01"))
+	root, _, err := m.Save(pageMap{}.put)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(root)
+	f.Add([]byte("LXBM\x03"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := DecodeModel(data)
+		m, err := LoadModel(data, pageMap{})
 		if err != nil {
 			return
 		}
-		// Whatever decodes must encode and decode to the same thing.
-		if m2, err := DecodeModel(m.Encode()); err != nil || !bytes.Equal(m2.Encode(), m.Encode()) {
+		again, _, err := m.Save(pageMap{}.put)
+		if err != nil || !bytes.Equal(again, data) {
 			t.Fatalf("round trip failed: %v", err)
 		}
 	})
@@ -386,7 +465,11 @@ func BenchmarkModel(b *testing.B) {
 			recs.todos[td.ID] = td
 		}
 		_, m := RenderModel(bd)
-		enc := m.Encode()
+		store := pageMap{}
+		root, _, err := m.Save(store.put)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.Run(fmt.Sprintf("full-render/todos=%d", n), func(b *testing.B) {
 			for range b.N {
 				Render(bd)
@@ -394,19 +477,54 @@ func BenchmarkModel(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("load-put-render-save/todos=%d", n), func(b *testing.B) {
 			for i := range b.N {
-				m, err := DecodeModel(enc)
+				m, err := LoadModel(root, store)
 				if err != nil {
 					b.Fatal(err)
 				}
 				td := todo(fmt.Sprintf("todo_b%06d", i), "P2", "bench")
 				recs.todos[td.ID] = td
-				m.PutTodo(td)
+				if err := m.PutTodo(td); err != nil {
+					b.Fatal(err)
+				}
 				if _, err := m.Render(recs, time.Time{}); err != nil {
 					b.Fatal(err)
 				}
-				_ = m.Encode()
+				if _, _, err := m.Save(func(string, []byte) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
 				delete(recs.todos, td.ID)
 			}
 		})
+	}
+}
+
+// pageMap is a PageSource in memory.
+type pageMap map[string][]byte
+
+func (s pageMap) Page(name string) ([]byte, error) { return s[name], nil }
+
+func (s pageMap) put(name string, data []byte) error {
+	s[name] = data
+	return nil
+}
+
+// roundTrip saves m into store and loads it back.
+func roundTrip(t testing.TB, m *Model, store pageMap) *Model {
+	t.Helper()
+	root, _, err := m.Save(store.put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadModel(root, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loaded
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,8 +1,10 @@
 package derived
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"time"
@@ -16,35 +18,180 @@ import (
 //
 // Rendering a goal's board from every record costs O(todos); the board's
 // model (markdown.Model, the board as an index in board order with the
-// rendered text of what it shows) is kept per goal in
-// <common dir>/loopx-cache/board-<hex goal id>, tagged with the state
-// commit it reflects. A render brings it up to date from the tree diff
-// between that commit and the one rendered (equal subtrees are never
-// read) plus the decision's own writes, and fetches full records only for
-// the todos it shows whose records changed. When it is missing, damaged,
-// more than modelCatchUp records behind, or meets a record it does not
-// know, the board is rendered from every record and the model rebuilt, so
-// the bytes never depend on it (markdown.TestModelMatchesRender,
-// TestBoardModelMatchesFullRender). The model holds every todo's
-// dependencies, which answers todo show's unblocks too.
+// rendered text of what it shows) is kept per goal beside the store: its
+// root in <common dir>/loopx-cache/board-<hex goal id>, tagged with the
+// state commit it reflects, and its pages, named by their content, in
+// <common dir>/loopx-cache/board-<hex goal id>.pages/. A render loads the
+// root, brings the model up to date from the tree diff between that
+// commit and the one rendered (equal subtrees are never read) plus the
+// decision's own writes, reads only the pages it needs (a changed
+// record's, and those holding what the board shows), and fetches full
+// records only for the todos it shows whose records changed; saving
+// writes the changed pages and a new root. When the root is missing,
+// damaged, more than modelCatchUp records behind, or the model meets a
+// record it does not know or a page that is missing or damaged, the board
+// is rendered from every record and the model rebuilt, so the bytes never
+// depend on it (markdown.TestModelMatchesRender,
+// TestBoardModelMatchesFullRender). The model holds the todos that depend
+// on each todo, which answers todo show's unblocks from the root alone.
+//
+// A page a new root no longer names is removed by the save after next, so
+// that a process that loaded the previous root still finds its pages;
+// pages left by saves that raced are swept now and then (sweepEvery).
 
 // modelCatchUp is how many changed records a model is brought up to date
 // with before a full rebuild is cheaper.
 const modelCatchUp = 256
 
+// boardVersion is the version of the root's side file: 2, a model in
+// pages (1: one file holding every todo).
+const boardVersion = 2
+
 // boardIndex is the board model of every goal.
 type boardIndex struct {
-	sideFile[*markdown.Model]
+	repo gitstore.Repo
 }
 
 var _ Index[*markdown.Model] = (*boardIndex)(nil)
 
-func newBoardIndex(repo gitstore.Repo) *boardIndex {
-	return &boardIndex{sideFile[*markdown.Model]{repo: repo, kind: "board", version: 1,
-		file:   func(goal string) string { return "loopx-cache/board-" + hex.EncodeToString([]byte(goal)) },
-		encode: (*markdown.Model).Encode,
-		decode: markdown.DecodeModel,
-	}}
+func newBoardIndex(repo gitstore.Repo) *boardIndex { return &boardIndex{repo: repo} }
+
+// boardFile is the root's side file of goal; its pages are in
+// boardFile(goal) + ".pages/".
+func boardFile(goal string) string { return "loopx-cache/board-" + hex.EncodeToString([]byte(goal)) }
+
+// pageSource reads a goal's saved pages.
+type pageSource struct {
+	repo gitstore.Repo
+	dir  string
+}
+
+func (p pageSource) Page(name string) ([]byte, error) { return p.repo.ReadSideFile(p.dir + "/" + name) }
+
+// Load reads goal's saved model (its root: pages are read as needed) and
+// the revision it reflects.
+func (b *boardIndex) Load(goal string) (*markdown.Model, gitstore.Hash, bool) {
+	data, err := b.repo.ReadSideFile(boardFile(goal))
+	if err != nil || data == nil {
+		return nil, gitstore.ZeroHash, false
+	}
+	rev, body, ok := decode("board", boardVersion, data)
+	if !ok || rev.IsZero() {
+		return nil, gitstore.ZeroHash, false
+	}
+	_, root, ok := splitRetired(body)
+	if !ok {
+		return nil, gitstore.ZeroHash, false
+	}
+	m, err := markdown.LoadModel(root, pageSource{b.repo, boardFile(goal) + ".pages"})
+	if err != nil {
+		return nil, gitstore.ZeroHash, false
+	}
+	return m, rev, true
+}
+
+// The root's side file body: the pages the previous save retired (a
+// count, then each name, each a uvarint length and the bytes), then the
+// model's root.
+func splitRetired(body []byte) (retired []string, root []byte, ok bool) {
+	n, k := binary.Uvarint(body)
+	if k <= 0 || n > uint64(len(body)) {
+		return nil, nil, false
+	}
+	body = body[k:]
+	for range n {
+		l, k := binary.Uvarint(body)
+		if k <= 0 || l > uint64(len(body)-k) {
+			return nil, nil, false
+		}
+		retired = append(retired, string(body[k:k+int(l)]))
+		body = body[k+int(l):]
+	}
+	return retired, body, true
+}
+
+// isPageName reports whether n can name a page (markdown's names: 32
+// lowercase hex digits), so that a name read back is never a path.
+func isPageName(n string) bool {
+	if len(n) != 32 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// sideRemover is a repository whose side files can be removed and listed
+// (gitstore.Store; an in-memory repository keeps them).
+type sideRemover interface {
+	RemoveSideFile(name string) error
+	SideFiles(dir string, olderThan time.Duration) ([]string, error)
+}
+
+// sweepEvery: about one save in sweepEvery lists the goal's pages and
+// removes those no root names (left by saves that raced), when they are
+// older than sweepAge (a save in progress writes its pages first).
+const (
+	sweepEvery = 64
+	sweepAge   = time.Minute
+)
+
+// Save keeps m as goal's model at rev (best effort: a cache): its changed
+// pages, then its root; the pages the previous save retired and this root
+// does not name are removed.
+func (b *boardIndex) Save(goal string, rev gitstore.Hash, m *markdown.Model) {
+	if rev.IsZero() {
+		return
+	}
+	dir := boardFile(goal) + ".pages"
+	root, unused, err := m.Save(func(name string, data []byte) error {
+		return b.repo.WriteSideFile(dir+"/"+name, data, false)
+	})
+	if err != nil {
+		return
+	}
+	var prev []string
+	if data, err := b.repo.ReadSideFile(boardFile(goal)); err == nil && data != nil {
+		if _, body, ok := decode("board", boardVersion, data); ok {
+			prev, _, _ = splitRetired(body)
+		}
+	}
+	body := binary.AppendUvarint(nil, uint64(len(unused)))
+	for _, n := range unused {
+		body = binary.AppendUvarint(body, uint64(len(n)))
+		body = append(body, n...)
+	}
+	body = append(body, root...)
+	if b.repo.WriteSideFile(boardFile(goal), encode("board", boardVersion, rev, body), false) != nil {
+		return
+	}
+	rm, ok := b.repo.(sideRemover)
+	if !ok {
+		return
+	}
+	live := m.Pages()
+	for _, n := range prev {
+		if _, found := slices.BinarySearch(live, n); !found && !slices.Contains(unused, n) && isPageName(n) {
+			_ = rm.RemoveSideFile(dir + "/" + n)
+		}
+	}
+	if crc32.ChecksumIEEE(root)%sweepEvery == 0 {
+		old, err := rm.SideFiles(dir, sweepAge)
+		if err != nil {
+			return
+		}
+		for _, n := range old {
+			if !isPageName(n) {
+				continue
+			}
+			if _, found := slices.BinarySearch(live, n); !found && !slices.Contains(unused, n) {
+				_ = rm.RemoveSideFile(dir + "/" + n)
+			}
+		}
+	}
 }
 
 // CatchUp applies to m the goal's records that changed between rev and the
@@ -67,7 +214,19 @@ func (b *boardIndex) CatchUp(m *markdown.Model, rev gitstore.Hash, to Target, go
 	for p := range changed {
 		paths = append(paths, p)
 	}
-	slices.Sort(paths)
+	// Todos before leases: a lease's todo is then found where its own
+	// change put it (the model looks a todo up by id in each priority
+	// otherwise).
+	todos := lease.TodosDir(goal) + "/"
+	slices.SortFunc(paths, func(a, b string) int {
+		if ta, tb := strings.HasPrefix(a, todos), strings.HasPrefix(b, todos); ta != tb {
+			if ta {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	for _, p := range paths {
 		if err := applyToModel(m, to.View, goal, p); err != nil {
 			return nil, 0, err
@@ -104,10 +263,9 @@ func applyToModel(m *markdown.Model, v *lease.View, goal, p string) error {
 			return err
 		}
 		if t == nil {
-			m.DeleteTodo(id)
-		} else {
-			m.PutTodo(t)
+			return m.DeleteTodo(id)
 		}
+		return m.PutTodo(t)
 	case strings.HasPrefix(p, lease.LeasesDir(goal)+"/"):
 		if p != lease.LeasePath(goal, id) {
 			return errNotARecord
@@ -117,10 +275,9 @@ func applyToModel(m *markdown.Model, v *lease.View, goal, p string) error {
 			return err
 		}
 		if l == nil {
-			m.DeleteLease(id)
-		} else {
-			m.PutLease(l)
+			return m.DeleteLease(id)
 		}
+		return m.PutLease(l)
 	}
 	return nil
 }
