@@ -134,16 +134,19 @@ func (db *objectDB) readMax(h Hash, max int64) (plumbing.ObjectType, []byte, err
 	}
 }
 
+// readOnce looks in the packs first: nearly every object is packed (loopx
+// writes packs, and gc packs the rest), and a loose object's path costs a
+// failed open to try; objects never change, so the order does not matter.
 func (db *objectDB) readOnce(h Hash, max int64) (plumbing.ObjectType, []byte, error) {
-	t, data, err := db.readLoose(h, max)
-	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		return t, data, err
-	}
 	db.loadPacks()
 	for _, p := range db.packs {
 		if t, data, ok, err := p.get(h, max); ok {
 			return t, data, err
 		}
+	}
+	t, data, err := db.readLoose(h, max)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return t, data, err
 	}
 	for _, p := range db.envPacks {
 		if t, data, ok, err := p.get(h, max); ok {
