@@ -444,12 +444,30 @@ func (r *cacheReader) byte1() byte {
 func (r *cacheReader) instant() time.Time {
 	n := uint64(r.byte1())
 	at := r.take(n)
+	if at < 0 {
+		r.bad = true
+		return time.Time{}
+	}
+	b := r.s[at : at+int(n)]
+	// A UTC time (what records hold), version 1 of MarshalBinary: read
+	// without the copy UnmarshalBinary needs; it gives the same Time.
+	if n == 15 && b[0] == 1 && b[13] == 0xff && b[14] == 0xff {
+		sec := int64(binary.BigEndian.Uint64([]byte(b[1:9])))
+		nsec := int64(binary.BigEndian.Uint32([]byte(b[9:13])))
+		if nsec < 1e9 {
+			return time.Unix(sec-unixToInternal, nsec).UTC()
+		}
+	}
 	var t time.Time
-	if n == 0 || at < 0 || t.UnmarshalBinary([]byte(r.s[at:at+int(n)])) != nil {
+	if n == 0 || t.UnmarshalBinary([]byte(b)) != nil {
 		r.bad = true
 	}
 	return t
 }
+
+// unixToInternal is the seconds from January 1 of year 1 (where
+// MarshalBinary counts from) to the Unix epoch.
+const unixToInternal int64 = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
 
 func (r *cacheReader) instantPtr() *time.Time {
 	if r.byte1() == 0 {
@@ -477,46 +495,7 @@ func decodeTodoRecords(b string) (_ map[string]*Todo, ok bool) {
 	for i := range recs {
 		h := r.str()
 		t := &recs[i]
-		t.ID = r.str()
-		t.Text = r.str()
-		t.Status = r.str()
-		t.Priority = r.str()
-		t.DependsOn = r.strs()
-		t.RequiredWriteScopes = r.strs()
-		t.BoundAgent = r.str()
-		t.ExcludedAgents = r.strs()
-		t.ClaimedBy = r.str()
-		t.ClaimScopeAgentID = r.str()
-		t.ClaimTTLMinutes = r.varint()
-		t.ClaimedAt = r.instantPtr()
-		t.ClaimExpiresAt = r.instantPtr()
-		if k := r.uvarint(); k > 0 && !r.bad {
-			if k-1 > uint64(len(b)-r.i)/minNoteRecord {
-				return nil, false
-			}
-			t.Notes = make([]Note, k-1)
-			for j := range t.Notes {
-				no := &t.Notes[j]
-				no.Text = r.str()
-				no.Author = r.str()
-				no.At = r.instant()
-				no.Facts.ClaimedBy = r.str()
-				no.Facts.LeaseOwner = r.str()
-				no.Facts.LeaseEpoch = r.varint()
-			}
-		}
-		t.Evidence = r.strs()
-		t.SupersededBy = r.str()
-		t.Reason = r.str()
-		t.Archived = r.byte1() != 0
-		t.CreatedBy = r.str()
-		t.CreatedAt = r.instant()
-		t.UpdatedBy = r.str()
-		t.UpdatedAt = r.instant()
-		t.ClosedBy = r.str()
-		t.ClosedAt = r.instantPtr()
-		t.LeaseEpoch = r.varint()
-		if r.bad {
+		if !readTodoRecord(r, t) {
 			return nil, false
 		}
 		todos[h] = t
@@ -525,6 +504,51 @@ func decodeTodoRecords(b string) (_ map[string]*Todo, ok bool) {
 		return nil, false
 	}
 	return todos, true
+}
+
+// readTodoRecord reads one todo as appendTodoRecord wrote it into t; false
+// when the bytes are not one.
+func readTodoRecord(r *cacheReader, t *Todo) bool {
+	t.ID = r.str()
+	t.Text = r.str()
+	t.Status = r.str()
+	t.Priority = r.str()
+	t.DependsOn = r.strs()
+	t.RequiredWriteScopes = r.strs()
+	t.BoundAgent = r.str()
+	t.ExcludedAgents = r.strs()
+	t.ClaimedBy = r.str()
+	t.ClaimScopeAgentID = r.str()
+	t.ClaimTTLMinutes = r.varint()
+	t.ClaimedAt = r.instantPtr()
+	t.ClaimExpiresAt = r.instantPtr()
+	if k := r.uvarint(); k > 0 && !r.bad {
+		if k-1 > uint64(len(r.s)-r.i)/minNoteRecord {
+			return false
+		}
+		t.Notes = make([]Note, k-1)
+		for j := range t.Notes {
+			no := &t.Notes[j]
+			no.Text = r.str()
+			no.Author = r.str()
+			no.At = r.instant()
+			no.Facts.ClaimedBy = r.str()
+			no.Facts.LeaseOwner = r.str()
+			no.Facts.LeaseEpoch = r.varint()
+		}
+	}
+	t.Evidence = r.strs()
+	t.SupersededBy = r.str()
+	t.Reason = r.str()
+	t.Archived = r.byte1() != 0
+	t.CreatedBy = r.str()
+	t.CreatedAt = r.instant()
+	t.UpdatedBy = r.str()
+	t.UpdatedAt = r.instant()
+	t.ClosedBy = r.str()
+	t.ClosedAt = r.instantPtr()
+	t.LeaseEpoch = r.varint()
+	return !r.bad
 }
 
 // gob drops a pointer to a zero value (it decodes as nil), and a receipt's

@@ -579,3 +579,35 @@ func TestRecordCacheKeep(t *testing.T) {
 		t.Fatalf("restored: %d reads (want the 2 dropped), %d cached, %v", files.reads, restored.Len(), err)
 	}
 }
+
+// TestCacheInstantMatchesUnmarshal: the record cache's fast read of a UTC
+// time gives the very Time UnmarshalBinary gives (== compares location and
+// all), and times of other zones still read back through it.
+func TestCacheInstantMatchesUnmarshal(t *testing.T) {
+	for _, want := range []time.Time{
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 5, 1, 9, 30, 12, 123456789, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2026, 5, 1, 9, 30, 0, 5, time.FixedZone("", 2*3600)),
+		time.Date(2026, 5, 1, 9, 30, 0, 5, time.FixedZone("", -90*60)),
+	} {
+		enc := appendCacheTime(nil, want)
+		r := &cacheReader{s: string(enc)}
+		got := r.instant()
+		var ref time.Time
+		if err := ref.UnmarshalBinary(enc[1:]); err != nil {
+			t.Fatal(err)
+		}
+		_, goff := got.Zone()
+		_, roff := ref.Zone()
+		same := got == ref // UTC: the same Time, location and all
+		if want.Location() != time.UTC {
+			same = got.Equal(ref) && goff == roff // a zone of its own each
+		}
+		if r.bad || !same || !got.Equal(want) {
+			t.Errorf("%v: read %v (bad %v), UnmarshalBinary %v", want, got, r.bad, ref)
+		}
+	}
+}

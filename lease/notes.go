@@ -126,7 +126,9 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 func ViewTodos(v *View, goal string, todos []*Todo, now time.Time) ([]TodoView, error) {
 	out := make([]TodoView, 0, len(todos))
 	leaseOf := func(t *Todo) (*Lease, error) { return v.leaseOfRecord(goal, t) }
-	if len(todos) > 16 {
+	if lst := v.listing(goal); lst != nil {
+		leaseOf = lst.lease
+	} else if len(todos) > 16 {
 		var err error
 		if leaseOf, err = v.leaseScan(goal); err != nil {
 			return nil, err

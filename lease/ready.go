@@ -117,8 +117,10 @@ func readyOf(v *View, goal, agent string, now time.Time, explain bool) ([]*Todo,
 	if g.Status == GoalArchived {
 		return out, nil, nil
 	}
-	todos, err := v.todosShared(goal) // read only: the callers show them, never modify them
-	if err != nil {
+	var todos []*Todo // read only: the callers show them, never modify them
+	if lst := v.listing(goal); lst != nil {
+		todos = lst.Todos
+	} else if todos, err = v.todosShared(goal); err != nil {
 		return nil, nil, err
 	}
 	byID := make(map[string]*Todo, len(todos))

@@ -93,6 +93,10 @@ func idKey(s string) uint64 {
 // agent ("" = all; else todos whose effective claim the agent holds, as
 // claimed_by or scope agent, or whose active lease it owns), sorted.
 func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, error) {
+	if lst := v.listing(goal); lst != nil {
+		// In list order already, every record checked.
+		return filterTodos(lst.Todos, status, agent, now, lst.lease)
+	}
 	all, err := v.todosShared(goal) // read only: shown, never modified
 	if err != nil {
 		return nil, err
@@ -103,6 +107,17 @@ func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, err
 			return nil, err
 		}
 	}
+	out, err := filterTodos(all, status, agent, now, leaseOf)
+	if err != nil {
+		return nil, err
+	}
+	SortTodos(out)
+	return out, nil
+}
+
+// filterTodos keeps the todos of status ("" = all) that agent holds (""
+// = all), in their order.
+func filterTodos(all []*Todo, status, agent string, now time.Time, leaseOf func(*Todo) (*Lease, error)) ([]*Todo, error) {
 	var out []*Todo
 	for _, t := range all {
 		if status != "" && t.Status != status {
@@ -119,6 +134,5 @@ func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, err
 		}
 		out = append(out, t)
 	}
-	SortTodos(out)
 	return out, nil
 }

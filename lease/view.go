@@ -47,6 +47,8 @@ type View struct {
 	activeMemo  map[string]activeMemo
 	// archive, when set, finds receipts that left lease records (retention.go).
 	archive ReceiptArchive
+	// listings, when set, gives the goals' listings (listing.go).
+	listings ListingSource
 }
 
 // DependentsIndex answers, from an index derived from the view's records

@@ -41,6 +41,7 @@ type Cache struct {
 	repo    gitstore.Repo
 	records *recordCache
 	leases  *leaseIndex
+	lists   *listIndex
 	boards  *boardIndex
 	logs    *logIndex
 }
@@ -51,6 +52,7 @@ func New(repo gitstore.Repo, cfg Config) *Cache {
 	rc := newRecordCache(repo, cfg.RecordCacheSlack)
 	return &Cache{repo: repo, records: rc,
 		leases: newLeaseIndex(repo, rc, cfg.LeaseIndexSaveAfter),
+		lists:  newListIndex(repo, rc, cfg.LeaseIndexSaveAfter),
 		boards: newBoardIndex(repo),
 		logs:   newLogIndex(repo, cfg.LogIndexKeep)}
 }
@@ -61,7 +63,8 @@ func (c *Cache) RecordView(sn *gitstore.Snapshot) *lease.View { return c.records
 
 // View is the records view of sn with every derived index the decisions
 // use: the record cache, the goals' active leases (what every acquire's
-// scope check needs), the todos that depend on one (todo show's unblocks,
+// scope check needs), the goals' listings (todo list and ready), the todos
+// that depend on one (todo show's unblocks,
 // from the goal's board model, which holds every todo's dependencies,
 // instead of a scan of every todo), and the receipts that left the lease
 // records (found in history).
@@ -81,6 +84,10 @@ func (c *Cache) View(sn *gitstore.Snapshot) *lease.View {
 	v.UseReceiptArchive(func(goal, todo, id string, version, epoch int64) (*lease.Receipt, error) {
 		return c.ArchivedReceipt(sn.Revision(), goal, todo, id, version, epoch)
 	})
+	v.UseListing(func(goal string) (*lease.Listing, bool) {
+		l := c.lists.atSnapshot(sn, goal)
+		return l, l != nil
+	})
 	return v
 }
 
@@ -88,6 +95,12 @@ func (c *Cache) View(sn *gitstore.Snapshot) *lease.View {
 // when it cannot be made (leases.go).
 func (c *Cache) ActiveLeases(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
 	return c.leases.atSnapshot(sn, goal)
+}
+
+// Listing returns goal's listing at sn, or nil when it cannot be made
+// (lists.go).
+func (c *Cache) Listing(sn *gitstore.Snapshot, goal string) *lease.Listing {
+	return c.lists.atSnapshot(sn, goal)
 }
 
 // Boards are the Cache's board models.
