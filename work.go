@@ -46,33 +46,82 @@ func (s *Store) ShowTodo(goal, todo string) (*Result[TodoShow], error) {
 	})
 }
 
-// TodoFilter filters todo list.
+// TodoFilter filters todo list; Page asks for a page of the list.
 type TodoFilter struct {
 	Goal, Status, Agent string
+	Page
+}
+
+// Page is a page of a list: at most Limit entries (0: all of them) from
+// the Offset-th on.
+type Page struct {
+	Limit, Offset int
+}
+
+// paged is the page of todos p asks for, and the paging fields of the
+// result when a page was asked for (nil otherwise): every todo that
+// matched (total) and, when more follow, where the next page starts.
+func (p Page) paged(todos []*lease.Todo) ([]*lease.Todo, *PageInfo, error) {
+	if p.Limit < 0 || p.Offset < 0 {
+		return nil, nil, lease.Errorf(lease.CodeInvalidRequest, "a page's limit and offset must not be negative")
+	}
+	if p.Limit == 0 && p.Offset == 0 {
+		return todos, nil, nil
+	}
+	info := &PageInfo{Total: len(todos)}
+	todos = todos[min(p.Offset, len(todos)):]
+	if p.Limit > 0 && len(todos) > p.Limit {
+		todos = todos[:p.Limit]
+		next := min(p.Offset, info.Total) + p.Limit
+		info.NextOffset = &next
+	}
+	return todos, info, nil
+}
+
+// PageInfo is what a paged list adds: how many todos matched, and the
+// offset of the next page (absent on the last page).
+type PageInfo struct {
+	Total      int  `json:"total"`
+	NextOffset *int `json:"next_offset,omitempty"`
+}
+
+func (p *PageInfo) jsonFields() []jsonField {
+	if p == nil {
+		return nil
+	}
+	f := []jsonField{{"total", p.Total}}
+	if p.NextOffset != nil {
+		f = append(f, jsonField{"next_offset", *p.NextOffset})
+	}
+	return f
 }
 
 // TodoList is the result of todo list: a goal's todos (without
-// relations), highest priority first.
+// relations), highest priority first; with a page, that page of them.
 type TodoList struct {
 	GoalID string           `json:"goal_id"`
 	Todos  []lease.TodoView `json:"todos"`
 	Count  int              `json:"count"`
+	*PageInfo
 }
 
 func (d TodoList) jsonFields() []jsonField {
-	return []jsonField{{"goal_id", d.GoalID}, {"todos", d.Todos}, {"count", d.Count}}
+	return append([]jsonField{{"goal_id", d.GoalID}, {"todos", d.Todos}, {"count", d.Count}}, d.PageInfo.jsonFields()...)
 }
 
-// ReadyList is the result of todo ready: the todos agent may take now.
+// ReadyList is the result of todo ready: the todos agent may take now;
+// with a page, that page of them.
 type ReadyList struct {
 	GoalID  string           `json:"goal_id"`
 	AgentID string           `json:"agent_id"`
 	Todos   []lease.TodoView `json:"todos"`
 	Count   int              `json:"count"`
+	*PageInfo
 }
 
 func (d ReadyList) jsonFields() []jsonField {
-	return []jsonField{{"goal_id", d.GoalID}, {"agent_id", d.AgentID}, {"todos", d.Todos}, {"count", d.Count}}
+	return append([]jsonField{{"goal_id", d.GoalID}, {"agent_id", d.AgentID}, {"todos", d.Todos}, {"count", d.Count}},
+		d.PageInfo.jsonFields()...)
 }
 
 // ListTodos lists a goal's todos, highest priority first.
@@ -97,16 +146,25 @@ func (s *Store) ListTodos(f TodoFilter) (*Result[TodoList], error) {
 		if err != nil {
 			return TodoList{}, err
 		}
+		todos, page, err := f.Page.paged(todos)
+		if err != nil {
+			return TodoList{}, err
+		}
 		views, err := lease.ViewTodos(v, g, todos, now)
 		if err != nil {
 			return TodoList{}, err
 		}
-		return TodoList{GoalID: g, Todos: views, Count: len(views)}, nil
+		return TodoList{GoalID: g, Todos: views, Count: len(views), PageInfo: page}, nil
 	})
 }
 
 // Ready lists the todos an agent may take now, highest priority first.
 func (s *Store) Ready(goal, agent string) (*Result[ReadyList], error) {
+	return s.ReadyPage(goal, agent, Page{})
+}
+
+// ReadyPage is Ready for a page of the todos.
+func (s *Store) ReadyPage(goal, agent string, p Page) (*Result[ReadyList], error) {
 	return Read(s, "todo.ready", func(v *lease.View, now time.Time) (ReadyList, error) {
 		g, err := s.goalOf(v, goal)
 		if err != nil {
@@ -123,11 +181,15 @@ func (s *Store) Ready(goal, agent string) (*Result[ReadyList], error) {
 		if err != nil {
 			return ReadyList{}, err
 		}
+		todos, page, err := p.paged(todos)
+		if err != nil {
+			return ReadyList{}, err
+		}
 		views, err := lease.ViewTodos(v, g, todos, now)
 		if err != nil {
 			return ReadyList{}, err
 		}
-		return ReadyList{GoalID: g, AgentID: a, Todos: views, Count: len(views)}, nil
+		return ReadyList{GoalID: g, AgentID: a, Todos: views, Count: len(views), PageInfo: page}, nil
 	})
 }
 

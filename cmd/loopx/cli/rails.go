@@ -50,6 +50,8 @@ var flagNeeds = []flagNeed{
 	{cmd: "verify", flag: "since", needs: "history"},
 	{cmd: "verify", flag: "published", needs: "history"},
 	{cmd: "todo ready", flag: "wait", needs: "claim"},
+	{cmd: "todo list", flag: "offset", needs: "limit"},
+	{cmd: "todo ready", flag: "offset", needs: "limit"},
 }
 
 // ignoredFlags are global flags that a command does not use: it works on

@@ -74,13 +74,21 @@ func todoListCmd(e *env) *cobra.Command {
 	}
 	c.Flags().StringVar(&f.Status, "status", "", "open, done or superseded")
 	c.Flags().StringVar(&f.Agent, "agent-id", "", "only todos this agent holds (claim or lease)")
+	pageFlags(c, &f.Page)
 	return c
+}
+
+// pageFlags are the flags of a list that prints a page of its entries.
+func pageFlags(c *cobra.Command, p *loopx.Page) {
+	c.Flags().IntVar(&p.Limit, "limit", 0, "at most this many todos (a page; the result then has total and next_offset)")
+	c.Flags().IntVar(&p.Offset, "offset", 0, "with --limit: skip this many todos first (the next_offset of the previous page)")
 }
 
 func todoReadyCmd(e *env) *cobra.Command {
 	var req lease.ReadyClaimRequest
 	var claim bool
 	var wait time.Duration
+	var page loopx.Page
 	c := &cobra.Command{
 		Use:   "ready",
 		Short: "List the todos an agent may take now; --claim takes the first one atomically",
@@ -89,6 +97,10 @@ func todoReadyCmd(e *env) *cobra.Command {
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			req.Goal = e.goal
+			if claim && c.Flags().Changed("limit") {
+				return usageError("--limit has no effect with --claim, which claims one todo (see `%s --help`)", c.CommandPath()).
+					With("flag", "limit")
+			}
 			if claim && c.Flags().Changed("wait") {
 				return e.runWait(wait, func(s *loopx.Store, w agent.WaitOptions) (loopx.Reply, error) {
 					return agent.ReadyClaimWait(context.Background(), s, req, w)
@@ -97,7 +109,7 @@ func todoReadyCmd(e *env) *cobra.Command {
 			if claim {
 				return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ReadyClaim(req) })
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.Ready(req.Goal, req.Actor) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.ReadyPage(req.Goal, req.Actor, page) })
 		},
 	}
 	f := c.Flags()
@@ -107,6 +119,7 @@ func todoReadyCmd(e *env) *cobra.Command {
 	f.StringVar(&req.LeaseKey, "task-lease-idempotency-key", "", "with --claim: also acquire the task lease with this execution key")
 	f.Int64Var(&req.LeaseTTLSeconds, "ttl-seconds", 0, "with --task-lease-idempotency-key: lease TTL")
 	f.DurationVar(&wait, "wait", 0, "with --claim: while nothing is ready, wait up to this long (e.g. 5m)")
+	pageFlags(c, &page)
 	return c
 }
 
