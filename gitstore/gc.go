@@ -34,7 +34,14 @@ import (
 //     pack by `git pack-objects` fed the exact list of their objects (so no
 //     object can be lost, whatever points to it) reusing their deltas, and
 //     deleted. There are thus O(log n) packs and each object is rewritten
-//     O(log n) times.
+//     O(log n) times. Each object is given with the path the first-parent
+//     history adds it at, in the order `git rev-list --objects` gives
+//     (pathNames), so that pack-objects pairs the versions of one record
+//     or tree as delta and base;
+//  4. an explicit GC (not the automatic one) then rewrites gitstore's
+//     packs into one with every delta computed afresh: a merge keeps the
+//     deltas each batch of commits found within itself, where most records
+//     have one version and so no base but another record's.
 //
 // The state file <commondir>/loopx-gc-state counts the commits since the
 // last GC (Commit increments it: one small file rename per commit, never a
@@ -297,6 +304,17 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	if err != nil {
 		return stats, err
 	}
+	if withStats {
+		// An explicit GC computes every delta afresh, in one pack: the
+		// merges above keep (reuse) the deltas each batch of commits found
+		// within itself, where most records have a single version and so
+		// no base but another record's (3,000 mutations: 5.9 MB of objects,
+		// 4.5 MB after this).
+		if err := s.repackAll(ctx, gitBin, objDir, prefix, &st); err != nil {
+			return stats, err
+		}
+		merged = true
+	}
 	if merged || withStats {
 		if _, err := s.runGit(ctx, gitBin, "", "prune-packed", "-q"); err != nil {
 			return stats, err
@@ -332,7 +350,7 @@ func (s *Store) mergeCommitPacks(ctx context.Context, gitBin, objDir, prefix str
 		st.cpacks = nil
 		return writeGCState(s.commonDir, *st)
 	}
-	merged, err := s.repack(ctx, gitBin, objDir, prefix, cpacks)
+	merged, err := s.repack(ctx, gitBin, objDir, prefix, cpacks, false)
 	if err != nil {
 		return err
 	}
@@ -354,20 +372,51 @@ func (s *Store) mergeCommitPacks(ctx context.Context, gitBin, objDir, prefix str
 // pack-objects`, fed the exact list of their objects (so none can be lost,
 // whatever points to it; existing deltas are reused), and returns its name
 // once it is durable. The old packs are left for the caller to delete.
-func (s *Store) repack(ctx context.Context, gitBin, objDir, prefix string, packs []Hash) (Hash, error) {
-	var in strings.Builder
+func (s *Store) repack(ctx context.Context, gitBin, objDir, prefix string, packs []Hash, fresh bool) (Hash, error) {
+	set := map[Hash]bool{}
+	var list []Hash
 	for _, p := range packs {
 		idx, err := readPackIndex(objDir, p)
 		if err != nil {
 			return ZeroHash, err
 		}
 		for i := 0; i < idx.count(); i++ {
-			in.WriteString(idx.name(i).String())
-			in.WriteByte('\n')
+			if h := idx.name(i); !set[h] {
+				set[h] = true
+				list = append(list, h)
+			}
 		}
 		idx.unmap()
 	}
-	out, err := s.runGit(ctx, gitBin, in.String(), "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q", prefix)
+	// Each object with the path it has in the history, when the walk finds
+	// one: pack-objects looks for an object's delta base among objects of
+	// the same name (the other versions of the same file or tree), and
+	// pairs unnamed ones by size alone (3,000 mutations: 3.8 MB instead of
+	// 4.9 of pack; trees, many of them a few bytes apart in size, most).
+	// In the order git's rev-list --objects gives them (newest commit
+	// first, each followed by the trees and blobs it adds), which
+	// pack-objects takes as their recency: the same objects in the order
+	// of the packs' indexes made a pack 1.8 times as big.
+	order, names := s.pathNames(set)
+	var in strings.Builder
+	listed := make(map[Hash]bool, len(set))
+	for _, h := range append(order, list...) {
+		if listed[h] {
+			continue
+		}
+		listed[h] = true
+		in.WriteString(h.String())
+		if n, ok := names[h]; ok && n != "" {
+			in.WriteByte(' ')
+			in.WriteString(n)
+		}
+		in.WriteByte('\n')
+	}
+	args := []string{"-c", "pack.compression=9", "pack-objects", "--non-empty", "--local", "--delta-base-offset", deltaWindow, deltaDepth, "-q"}
+	if fresh {
+		args = append(args, "--no-reuse-delta")
+	}
+	out, err := s.runGit(ctx, gitBin, in.String(), append(args, prefix)...)
 	if err != nil {
 		return ZeroHash, err
 	}
@@ -379,6 +428,136 @@ func (s *Store) repack(ctx context.Context, gitBin, objDir, prefix string, packs
 		return ZeroHash, err
 	}
 	return plumbing.NewHash(name), nil
+}
+
+// repackAll rewrites gitstore's packs (but .keep ones) into one, every
+// delta computed afresh, and deletes them.
+func (s *Store) repackAll(ctx context.Context, gitBin, objDir, prefix string, st *gcState) error {
+	var all, keep []Hash
+	for _, p := range existingPacks(objDir, st.packs) {
+		if fileExists(packPath(objDir, p, ".keep")) {
+			keep = append(keep, p)
+		} else {
+			all = append(all, p)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	merged, err := s.repack(ctx, gitBin, objDir, prefix, all, true)
+	if err != nil {
+		return err
+	}
+	st.packs = append(keep, merged)
+	if err := writeGCState(s.commonDir, *st); err != nil {
+		return err
+	}
+	for _, p := range all {
+		if p != merged {
+			removePack(objDir, p)
+		}
+	}
+	return nil
+}
+
+// pathNames names the trees and blobs of set by the path where the state
+// ref's first-parent history adds them: from the head back, each commit of
+// set has its tree compared with its parent's, and the objects it adds are
+// named by their path (the root tree by ""). The walk stops past the
+// commits of set (pathNameGap commits after the last one met), or after
+// pathNameSteps more commits than set has objects; objects it does not
+// reach keep no name (pack-objects still packs them).
+func (s *Store) pathNames(set map[Hash]bool) (order []Hash, names map[Hash]string) {
+	names = map[Hash]string{}
+	head, err := s.Head()
+	if err != nil {
+		return nil, names
+	}
+	met, gap := false, 0
+	for c, steps := head, 0; !c.IsZero() && steps < len(set)+pathNameSteps; steps++ {
+		s.mu.Lock()
+		cd, err := s.readCommit(c)
+		var parentTree Hash
+		if err == nil && len(cd.parents) > 0 {
+			if pc, perr := s.readCommit(cd.parents[0]); perr == nil {
+				parentTree = pc.tree
+			}
+		}
+		s.mu.Unlock()
+		if err != nil {
+			break
+		}
+		if set[c] {
+			met, gap = true, 0
+			order = append(order, c)
+			if s.nameTree(parentTree, cd.tree, "", set, names, &order) != nil {
+				break
+			}
+		} else if met {
+			if gap++; gap > pathNameGap {
+				break
+			}
+		}
+		c = ZeroHash
+		if len(cd.parents) > 0 {
+			c = cd.parents[0]
+		}
+	}
+	return order, names
+}
+
+const (
+	pathNameGap   = 64
+	pathNameSteps = 1000
+)
+
+// nameTree names, under prefix, tree b and the trees and blobs of set it
+// has that tree a (ZeroHash: none) has not at the same name, appending
+// them to order as it names them.
+func (s *Store) nameTree(a, b Hash, prefix string, set map[Hash]bool, names map[Hash]string, order *[]Hash) error {
+	if a == b {
+		return nil
+	}
+	if _, ok := names[b]; !ok && set[b] {
+		names[b] = prefix
+		*order = append(*order, b)
+	}
+	ta, err := s.loadTreeUnlocked(a)
+	if err != nil {
+		return err
+	}
+	tb, err := s.loadTreeUnlocked(b)
+	if err != nil {
+		return err
+	}
+	old := make(map[string]Hash, len(ta.entries))
+	for _, e := range ta.entries {
+		if e.isDir() {
+			old[e.name+"/"] = e.hash
+		} else {
+			old[e.name] = e.hash
+		}
+	}
+	for _, e := range tb.entries {
+		p := e.name
+		if prefix != "" {
+			p = prefix + "/" + e.name
+		}
+		switch {
+		case e.isDir():
+			if prev := old[e.name+"/"]; prev != e.hash {
+				if err := s.nameTree(prev, e.hash, p, set, names, order); err != nil {
+					return err
+				}
+			}
+		case e.isBlob():
+			if _, ok := names[e.hash]; !ok && set[e.hash] && old[e.name] != e.hash {
+				names[e.hash] = p
+				*order = append(*order, e.hash)
+			}
+		}
+	}
+	return nil
 }
 
 // existingPacks keeps the packs whose .pack and .idx files exist.
@@ -444,7 +623,7 @@ func (s *Store) consolidate(ctx context.Context, gitBin, objDir, prefix string, 
 	for _, c := range cands[:n] {
 		small = append(small, c.name)
 	}
-	merged, err := s.repack(ctx, gitBin, objDir, prefix, small)
+	merged, err := s.repack(ctx, gitBin, objDir, prefix, small, false)
 	if err != nil {
 		return false, err
 	}

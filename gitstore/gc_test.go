@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,4 +269,116 @@ func coldRead(t *testing.T, dir, path string) time.Duration {
 		best = min(best, time.Since(start))
 	}
 	return best
+}
+
+// TestPathNamesMatchRevList: gc names each object by the path git's own
+// rev-list --objects gives it, and lists them in that order (newest commit
+// first, each followed by what it adds), which is what pack-objects needs
+// to pair versions of one file or tree as delta and base.
+func TestPathNamesMatchRevList(t *testing.T) {
+	requireGit(t)
+	dir := newRepo(t)
+	s := openT(t, dir, Options{})
+	for i := 0; i < 30; i++ {
+		commitT(t, s, put(fmt.Sprintf("goals/g/todos/%02d/t%d.yaml", i%4, i%7), todoYAML(i%7, i)),
+			put("goals/g/TODO.md", fmt.Sprintf("board %d\n", i/3)))
+		if i == 17 {
+			commitT(t, s, del(fmt.Sprintf("goals/g/todos/%02d/t%d.yaml", 1, 1)))
+		}
+	}
+	head, err := s.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runGitT(t, dir, "rev-list", "--objects", head.String())
+	want := map[Hash]string{}
+	var wantOrder []Hash
+	set := map[Hash]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		h, name, _ := strings.Cut(line, " ")
+		want[ParseHash(h)] = name
+		wantOrder = append(wantOrder, ParseHash(h))
+		set[ParseHash(h)] = true
+	}
+	order, names := s.pathNames(set)
+	for h, name := range want {
+		if got, ok := names[h]; ok && got != name || !ok && name != "" {
+			t.Errorf("%s: named %q (%v), rev-list %q", h, got, ok, name)
+		}
+	}
+	// Every commit comes before the objects it adds, newest first.
+	pos := map[Hash]int{}
+	for i, h := range order {
+		pos[h] = i
+	}
+	if len(order) != len(wantOrder) {
+		t.Fatalf("ordered %d objects, rev-list %d", len(order), len(wantOrder))
+	}
+	commits := strings.Fields(runGitT(t, dir, "rev-list", head.String()))
+	for i := 1; i < len(commits); i++ {
+		if pos[ParseHash(commits[i-1])] > pos[ParseHash(commits[i])] {
+			t.Fatalf("commit %s listed after its parent", commits[i-1])
+		}
+	}
+}
+
+// TestExplicitGCComputesDeltas: an explicit GC leaves one pack whose
+// deltas were computed afresh with names: much smaller than the same
+// objects packed without names, as the merges of gc once packed them.
+func TestExplicitGCComputesDeltas(t *testing.T) {
+	requireGit(t)
+	dir := newRepoIn(t, fastTempDir(t))
+	s := openT(t, dir, Options{})
+	s.odb.noSync = true
+	ctx := context.Background()
+	for i := 0; i < 400; i++ {
+		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+			return &Proposal{Changes: []Change{put(fmt.Sprintf("goals/g/leases/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i)),
+				put(fmt.Sprintf("goals/g/todos/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i/3))},
+				Info: CommitInfo{Message: fmt.Sprintf("change %d", i), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
+	}
+	named, err := os.Stat(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same objects, without names and in the index's order, as gc's
+	// merges packed them before.
+	idx := strings.TrimSuffix(packs[0], ".pack") + ".idx"
+	out, err := tryGit(dir, "", "verify-pack", "-v", idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && len(f[0]) == 40 {
+			list.WriteString(f[0] + "\n")
+		}
+	}
+	plainDir := fastTempDir(t)
+	if _, err := tryGit(dir, list.String(), "pack-objects", "--no-reuse-delta", "--window=50", "--depth=50", "-q", filepath.Join(plainDir, "plain")); err != nil {
+		t.Fatal(err)
+	}
+	plainPacks, _ := filepath.Glob(filepath.Join(plainDir, "plain-*.pack"))
+	if len(plainPacks) != 1 {
+		t.Fatal("no plain pack")
+	}
+	plain, err := os.Stat(plainPacks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("named pack %d bytes, unnamed %d", named.Size(), plain.Size())
+	if named.Size()*10 > plain.Size()*9 {
+		t.Fatalf("the explicit GC's pack is %d bytes, the same objects without names %d: want at least 10%% less", named.Size(), plain.Size())
+	}
+	fsckT(t, dir)
 }
