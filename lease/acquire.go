@@ -100,7 +100,7 @@ func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, notCurrent(id, req.Owner, req.IdempotencyKey, req.Todo, cur)
+		return nil, notCurrent(v.hashForm()(id), req.Owner, req.IdempotencyKey, req.Todo, cur)
 	}
 
 	if g.Status != GoalActive {
@@ -162,9 +162,9 @@ func Acquire(v *View, req AcquireRequest, now time.Time) (*Outcome, error) {
 		c := *ev
 		ev = &c
 	}
-	r := writeReceipt(v, &Receipt{ID: id, Operation: OpLeaseAcquire, GoalID: req.Goal, TodoID: req.Todo,
+	r := writeReceipt(v, &Receipt{ID: v.hashForm()(id), Operation: OpLeaseAcquire, GoalID: req.Goal, TodoID: req.Todo,
 		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: ev,
-		RequestDigest: digest, Status: StatusApplied}, l, now)
+		RequestDigest: v.hashForm()(digest), Status: StatusApplied}, l, now)
 	return appliedOutcome(v, r, l, true, now)
 }
 

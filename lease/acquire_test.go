@@ -289,7 +289,7 @@ func TestAcquireFresh(t *testing.T) {
 	if !reflect.DeepEqual(l, want) {
 		t.Fatalf("lease\n%+v\nwant\n%+v", l, want)
 	}
-	if o.Version != 1 || o.Epoch != 1 || o.ReceiptID != AcquireReceiptID(tlGoal, "todo_aaa", "agent-a", "execution-a") || o.ReplayOf != "" {
+	if o.Version != 1 || o.Epoch != 1 || o.ReceiptID != AcquireReceiptID(tlGoal, "todo_aaa", "agent-a", "execution-a")[:ShortHashDigits] || o.ReplayOf != "" {
 		t.Fatalf("outcome %+v", o)
 	}
 	if got := o.Subject(); got != "task-lease acquire g/todo_aaa by agent-a: v1 e1" {

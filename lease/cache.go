@@ -55,8 +55,9 @@ const cacheMagic = "loopx record cache\n"
 // expected_version of 0 (Receipt.GobEncode). 7: a saved cache holds only
 // records of the store's head (Keep); caches of 6 could hold every version
 // a long-lived process saw. 8: a todo or lease holding more than 64 write
-// scopes is invalid (records.go checkScopeList).
-const cacheFormat = 8
+// scopes is invalid (records.go checkScopeList). 9: a receipt id may be 24
+// hex digits (store format 4).
+const cacheFormat = 9
 
 // NewRecordCache returns a cache that calls load (once, at first use) for the
 // bytes a previous Encode produced; load may return nil.

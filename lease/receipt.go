@@ -15,6 +15,16 @@ package lease
 //     omitted, which differs from 0), TTL and the sorted, de-duplicated scope
 //     set; renew/transfer/release add TTL, receiver, receiver key and the
 //     transfer-claim flag (empty/zero when the operation has none).
+//   - From store format 4 on, a receipt keeps its id and its request
+//     digest as their first 24 hex digits (96 bits, as retired keys are
+//     hashed): a lease record carries a few receipts and every state commit
+//     of a lease operation names one (Loopx-Receipt), and 80 random hex
+//     digits less per operation is most of what its history can lose. The
+//     full hashes are always computed; a stored id or digest matches when
+//     it is the full one or, 24 digits long, its prefix (sameHash), so the
+//     receipts written before the upgrade keep answering their retries.
+//     Collisions stay out of reach: ids are compared within one todo's
+//     receipts, digests within one identity.
 //   - The lease stored in a receipt is a snapshot without the holder history
 //     and the retired keys (they live in the lease record and would make
 //     receipts grow).
@@ -74,6 +84,27 @@ func optVersion(v *int64) string {
 		return "none"
 	}
 	return strconv.FormatInt(*v, 10)
+}
+
+// ShortHashDigits is the length of a receipt id or request digest as a
+// store of format 4 keeps it.
+const ShortHashDigits = 24
+
+// SameHash reports whether stored, a receipt id or request digest as a
+// record or a commit keeps it, is full (a 64-digit hash) or its short form.
+func SameHash(stored, full string) bool { return sameHash(stored, full) }
+
+func sameHash(stored, full string) bool {
+	return stored == full || len(stored) == ShortHashDigits && len(full) == 64 && full[:ShortHashDigits] == stored
+}
+
+// hashForm is how the view's store keeps receipt ids and digests: whole,
+// or from format 4 on their first ShortHashDigits digits.
+func (v *View) hashForm() func(string) string {
+	if m, err := v.Meta(); err == nil && m != nil && m.FormatVersion >= 4 {
+		return func(h string) string { return h[:min(len(h), ShortHashDigits)] }
+	}
+	return func(h string) string { return h }
 }
 
 // AcquireReceiptID is the receipt id of an acquire identity (goal, todo,

@@ -287,7 +287,7 @@ func TestReceiptStoredAndJSON(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("receipt %s not stored: %v", o.ReceiptID, err)
 	}
-	if r.ID != AcquireReceiptID(tlGoal, "todo_aaa", "agent-a", "k1") || r.Operation != OpLeaseAcquire ||
+	if r.ID != AcquireReceiptID(tlGoal, "todo_aaa", "agent-a", "k1")[:ShortHashDigits] || r.Operation != OpLeaseAcquire ||
 		r.Status != StatusApplied || r.DecidedOn != "rev1" || !r.DecidedAt.Equal(tlAt(0)) ||
 		r.ExpectedVersion == nil || *r.ExpectedVersion != 0 || r.Lease == nil || r.Lease.Version != 1 || len(r.Lease.Holders) != 0 {
 		t.Fatalf("receipt = %+v", r)

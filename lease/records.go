@@ -13,7 +13,9 @@ import (
 // Format 1: records only. Format 2: every state commit records its request
 // (Loopx-Request), so history can be re-verified (operation.go). Format 3:
 // the store has an id (store_id) and may name admins (governance.go).
-const FormatVersion = 3
+// Format 4: receipts keep their id and request digest as 24 hex digits
+// (receipt.go), and so does the Loopx-Receipt trailer.
+const FormatVersion = 4
 
 // Status values.
 const (
@@ -427,9 +429,19 @@ func (l *Lease) Validate() error {
 	return checkHashSet("retired_acquires", l.RetiredAcquires)
 }
 
+// isHex reports whether s is lowercase hex digits.
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate checks a receipt.
 func (r *Receipt) Validate() error {
-	if len(r.ID) != 64 {
+	if len(r.ID) != 64 && (len(r.ID) != ShortHashDigits || !isHex(r.ID)) {
 		return fmt.Errorf("invalid receipt_id %q", r.ID)
 	}
 	if r.Operation == "" || r.RequestDigest == "" {

@@ -56,9 +56,9 @@ func Release(v *View, req ReleaseRequest, now time.Time) (*Outcome, error) {
 		return nil, err
 	}
 	exp := expected
-	r := &Receipt{ID: id, Operation: OpLeaseRelease, GoalID: req.Goal, TodoID: req.Todo,
+	r := &Receipt{ID: v.hashForm()(id), Operation: OpLeaseRelease, GoalID: req.Goal, TodoID: req.Todo,
 		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: &exp,
-		RequestDigest: digest, Status: StatusApplied}
+		RequestDigest: v.hashForm()(digest), Status: StatusApplied}
 	if l == nil {
 		if expected != 0 {
 			return nil, VersionMismatch(expected, 0, v.Revision)

@@ -73,9 +73,9 @@ func Renew(v *View, req RenewRequest, now time.Time) (*Outcome, error) {
 	l.ExpiresAt = now.Add(time.Duration(req.TTLSeconds) * time.Second)
 	v.PutLease(req.Goal, l)
 	exp := expected
-	r := writeReceipt(v, &Receipt{ID: id, Operation: OpLeaseRenew, GoalID: req.Goal, TodoID: req.Todo,
+	r := writeReceipt(v, &Receipt{ID: v.hashForm()(id), Operation: OpLeaseRenew, GoalID: req.Goal, TodoID: req.Todo,
 		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: &exp,
-		RequestDigest: digest, Status: StatusApplied}, l, now)
+		RequestDigest: v.hashForm()(digest), Status: StatusApplied}, l, now)
 	return appliedOutcome(v, r, l, ttlChanged, now)
 }
 

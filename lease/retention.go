@@ -143,7 +143,7 @@ func findOperationReceipt(v *View, goal, todo, owner, key, id, digest string, ex
 	if !seen {
 		return nil, nil // no execution of this key: nothing was decided
 	}
-	if r, err = v.archive(goal, todo, id, expected, epoch); err != nil || r == nil || r.ID != id {
+	if r, err = v.archive(goal, todo, id, expected, epoch); err != nil || r == nil || !sameHash(r.ID, id) {
 		return nil, err
 	}
 	return sameRequest(r, digest)
@@ -175,13 +175,23 @@ func (v *View) ReceiptOf(goal, todo, id string) (*Receipt, error) {
 	}
 	if l != nil {
 		for i := len(l.Receipts) - 1; i >= 0; i-- {
-			if l.Receipts[i].ID == id {
+			if sameHash(l.Receipts[i].ID, id) {
 				r := cloneReceipts(l.Receipts[i : i+1])[0]
 				return &r, nil
 			}
 		}
 	}
-	return v.Receipt(goal, id)
+	return v.receiptFile(goal, id)
+}
+
+// receiptFile returns the receipt file of identity id (full), whole or, in
+// a store of format 4, named by its short form.
+func (v *View) receiptFile(goal, id string) (*Receipt, error) {
+	r, err := v.Receipt(goal, id)
+	if r != nil || err != nil || len(id) != 64 {
+		return r, err
+	}
+	return v.Receipt(goal, id[:ShortHashDigits])
 }
 
 // findReceipt returns the receipt of identity id on todo, nil when there is
@@ -202,23 +212,28 @@ func findReceipt(v *View, goal, todo, id, digest string) (r *Receipt, retired bo
 func receiptIn(v *View, l *Lease, goal, id, digest string) (r *Receipt, retired bool, err error) {
 	if l != nil {
 		for i := len(l.Receipts) - 1; i >= 0; i-- {
-			if l.Receipts[i].ID == id {
+			if sameHash(l.Receipts[i].ID, id) {
 				c := l.Receipts[i]
 				r = &c
 				break
 			}
 		}
 		if r == nil && l.RetiredAcquires != "" {
+			// Retired as the store kept the receipt: whole before format
+			// 4, short after.
+			short := func(h string) string { return h[:min(len(h), ShortHashDigits)] }
 			switch {
-			case hashSetHas(l.RetiredAcquires, retiredAcquire(id, digest)):
+			case hashSetHas(l.RetiredAcquires, retiredAcquire(id, digest)),
+				hashSetHas(l.RetiredAcquires, retiredAcquire(short(id), short(digest))):
 				return nil, true, nil
-			case hashSetHas(l.RetiredAcquires, retiredIdentity(id)):
-				return nil, false, digestMismatch(OpLeaseAcquire, id)
+			case hashSetHas(l.RetiredAcquires, retiredIdentity(id)),
+				hashSetHas(l.RetiredAcquires, retiredIdentity(short(id))):
+				return nil, false, digestMismatch(OpLeaseAcquire, v.hashForm()(id))
 			}
 		}
 	}
 	if r == nil {
-		if r, err = v.Receipt(goal, id); err != nil || r == nil {
+		if r, err = v.receiptFile(goal, id); err != nil || r == nil {
 			return nil, false, err
 		}
 	}
@@ -229,7 +244,7 @@ func receiptIn(v *View, l *Lease, goal, id, digest string) (r *Receipt, retired 
 // sameRequest returns r when its request had this digest; another digest
 // under the same identity is idempotency_key_reuse.
 func sameRequest(r *Receipt, digest string) (*Receipt, error) {
-	if r.RequestDigest != digest {
+	if !sameHash(r.RequestDigest, digest) {
 		return nil, digestMismatch(r.Operation, r.ID)
 	}
 	return r, nil

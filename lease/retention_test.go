@@ -54,7 +54,9 @@ func TestReceiptRetention(t *testing.T) {
 		NewOwner: "agent-c", NewIdempotencyKey: "e3", TTLSeconds: 600}))
 	kept("task-lease.acquire e2", "task-lease.transfer e2")
 	l := f.lease("todo_aaa")
-	if !hashSetHas(l.RetiredAcquires, retiredAcquire(acq1ID, acquireDigest(acq1ID, tlI64(0), 600, []string{"src/**"}))) {
+	full := AcquireReceiptID(tlGoal, "todo_aaa", "agent-a", "e1")
+	digest := acquireDigest(full, tlI64(0), 600, []string{"src/**"})
+	if acq1ID != full[:ShortHashDigits] || !hashSetHas(l.RetiredAcquires, retiredAcquire(acq1ID, digest[:ShortHashDigits])) {
 		t.Fatal("E1's acquire is not remembered")
 	}
 	if err := l.Validate(); err != nil {
@@ -162,6 +164,9 @@ func (h *historyArchive) find(goal, todo, id string, version, epoch int64) (*Rec
 		return nil, h.err
 	}
 	a, ok := h.seen[id]
+	if !ok && len(id) == 64 {
+		a, ok = h.seen[id[:ShortHashDigits]] // as a store of format 4 keeps it
+	}
 	if !ok || goal != tlGoal || a.r.TodoID != todo || a.version < version || (epoch > 0 && a.epoch < epoch) {
 		return nil, nil
 	}

@@ -120,10 +120,11 @@ func TestRulesOfOlderSchemaVersions(t *testing.T) {
 				}
 				return o
 			}
-			o1 := decide(recorded, c.v1)
+			decide(recorded, c.v1)
 			decide(cur, c.v2)
-			// On a store of format 3, written only by a loopx of the current
-			// rules, the older version is a way around them: refused.
+			// On a store of format 3 on, written only by a loopx of the
+			// current rules, the older version is a way around them:
+			// refused.
 			if _, err := Redecide(f.view(c.at), RecordedCommit{Request: string(raw), Call: recorded}, c.at); err == nil ||
 				!strings.Contains(err.Error(), ProblemUnknownSchema) {
 				t.Fatalf("Redecide of %s on a format-3 store: %v", c.old, err)
@@ -136,6 +137,7 @@ func TestRulesOfOlderSchemaVersions(t *testing.T) {
 				m.FormatVersion = 2
 				v.PutMeta(m)
 			})
+			o1 := decide(recorded, c.v1) // as the older loopx decided it there
 			rd, err := Redecide(f.view(c.at), RecordedCommit{Request: string(raw), Call: recorded}, c.at)
 			if err != nil {
 				t.Fatalf("Redecide: %v", err)

@@ -152,9 +152,9 @@ func Transfer(v *View, req TransferRequest, now time.Time) (*Outcome, error) {
 	nl.OwnerRegistration = receiver.Registration
 	v.PutLease(req.Goal, nl)
 	exp := expected
-	r := &Receipt{ID: id, Operation: OpLeaseTransfer, GoalID: req.Goal, TodoID: req.Todo,
+	r := &Receipt{ID: v.hashForm()(id), Operation: OpLeaseTransfer, GoalID: req.Goal, TodoID: req.Todo,
 		Owner: req.Owner, IdempotencyKey: req.IdempotencyKey, ExpectedVersion: &exp,
-		RequestDigest: digest, Status: StatusApplied}
+		RequestDigest: v.hashForm()(digest), Status: StatusApplied}
 	if req.TransferClaim {
 		r.TransferClaim, r.ClaimedBy, r.TodoChanged = true, t.ClaimedBy, todoChanged
 	}

@@ -30,7 +30,7 @@ func archivedReceipt(repo gitstore.Repo, logs *logIndex, head gitstore.Hash, goa
 		if !ok || e.Todo != todo || e.Goal != goal || e.ProjectionOf != "" {
 			return true, nil
 		}
-		if e.Receipt == id {
+		if lease.SameHash(e.Receipt, id) {
 			found = cm.Hash
 			return false, nil
 		}
