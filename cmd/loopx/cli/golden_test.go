@@ -401,7 +401,7 @@ func TestGoldenText(t *testing.T) {
 	}
 
 	// Every command people run has its text in the story.
-	for _, c := range leafCommands(newRoot(&env{})) {
+	for _, c := range leafCommands(newRoot(&env{}, nil)) {
 		if got[goldenName(c)] == nil && !notInStory[goldenName(c)] {
 			t.Errorf("loopx %s is not in the story: add it, so its text output is reviewed", strings.TrimPrefix(c.CommandPath(), "loopx "))
 		}
@@ -440,7 +440,7 @@ func runStep(t *testing.T, work, dir string, s step) (name string, code int, std
 	for i, a := range s.args {
 		args[i] = strings.ReplaceAll(a, "$WORK", work)
 	}
-	c, _, err := newRoot(&env{}).Find(args)
+	c, _, err := newRoot(&env{}, nil).Find(args)
 	if err != nil {
 		t.Fatalf("loopx %s: %v", quoteArgs(s.args), err)
 	}
