@@ -340,7 +340,7 @@ func guardSnippet(hook, exe string) string {
 			"\techo 'loopx guard: loopx is not on PATH: install it, or skip the hook with " + skip + "' >&2\n" +
 			"\texit 1\n" +
 			"fi\n" +
-			"\"$loopx_bin\" guard commit-msg \"$1\" --format text --repo \"$(git rev-parse --show-toplevel)\" >/dev/null || exit $?\n" +
+			"\"$loopx_bin\" guard commit-msg \"$1\" --format text --repo \"$PWD\" >/dev/null || exit $?\n" +
 			"# <<< loopx guard <<<\n"
 	}
 	return GuardHookMarker + "\n" + about + find +
@@ -348,7 +348,7 @@ func guardSnippet(hook, exe string) string {
 		"\techo 'loopx guard: loopx is not on PATH: install it, or skip the check with " + skip + "' >&2\n" +
 		"\texit 1\n" +
 		"fi\n" +
-		"\"$loopx_bin\" " + check + " --format text --repo \"$(git rev-parse --show-toplevel)\" >/dev/null || exit $?\n" +
+		"\"$loopx_bin\" " + check + " --format text --repo \"$PWD\" >/dev/null || exit $?\n" +
 		"# <<< loopx guard <<<\n"
 }
 
