@@ -16,6 +16,7 @@ package loopx_test
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ import (
 	lx "github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/audit"
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/soak"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -84,6 +86,11 @@ type fenceHolder struct {
 
 func TestCodeFenceAgrees(t *testing.T) {
 	needGit(t)
+	t.Parallel()
+	// Each history costs about a third of a second of git processes: the
+	// default tier judges 25 of them, the soak tier rapid's 100 (or what
+	// -rapid.checks asks for).
+	rapidChecks(t, soak.Pick(25, 100))
 	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	todos := make([]string, 0, len(fenceTodos))
 	for todo := range fenceTodos {
@@ -589,4 +596,24 @@ func fenceStory(order []*fenceCommit, holders map[string][]fenceHolder, current 
 		fmt.Fprintf(&b, "  %s parents %v agent %q leases %v tree %v\n", c.hash[:12], c.parents, c.agent, c.leases, c.tree)
 	}
 	return b.String()
+}
+
+// rapidChecks sets rapid's number of checks for the tests of this package
+// unless -rapid.checks was given on the command line. No other test of the
+// root package uses rapid, so the flag is this test's alone.
+func rapidChecks(t *testing.T, n int) {
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		return
+	}
+	given := false
+	flag.Visit(func(v *flag.Flag) { given = given || v.Name == "rapid.checks" })
+	if given {
+		return
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(fmt.Sprint(n)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Value.Set(old) })
 }

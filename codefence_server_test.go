@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopx-dev/loopx/internal/soak"
 )
 
 // fenceAgent is one agent's clone of a hooked server.
@@ -160,8 +162,15 @@ func (a *fenceAgent) pushFenced(bare, refspec string, want ...string) string {
 }
 
 func TestCodeFenceServer(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"daemon", "http"} {
 		t.Run(kind, func(t *testing.T) {
+			if kind == "http" {
+				// The hook is the same whichever transport brings the
+				// push; the wire tests reach git http-backend in the
+				// default tier.
+				soak.Only(t, "the code fence through git http-backend")
+			}
 			t.Run("leases", func(t *testing.T) { codeFenceLeases(t, kind) })
 			t.Run("signatures", func(t *testing.T) { codeFenceSignatures(t, kind) })
 		})
@@ -426,6 +435,7 @@ git push origin HEAD:refs/heads/main 2>>"$PUSH_LOG"`
 // rejects the push as people do (`git pull --rebase`, push again): every
 // push lands in the end, and the hook refuses none of them.
 func TestCodeFenceHonestSession(t *testing.T) {
+	t.Parallel()
 	const agents, commits = 4, 3
 	srv, bare := hookedServer(t, "daemon")
 	path := fencePath(t)

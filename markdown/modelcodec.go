@@ -91,9 +91,12 @@ func pageName(data []byte) string {
 // encoder appends the encoding's items.
 type encoder struct{ b []byte }
 
-func (w *encoder) str(s string) { w.b = binary.AppendUvarint(w.b, uint64(len(s))); w.b = append(w.b, s...) }
-func (w *encoder) uint(n int)   { w.b = binary.AppendUvarint(w.b, uint64(n)) }
-func (w *encoder) byte(c byte)  { w.b = append(w.b, c) }
+func (w *encoder) str(s string) {
+	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+func (w *encoder) uint(n int)  { w.b = binary.AppendUvarint(w.b, uint64(n)) }
+func (w *encoder) byte(c byte) { w.b = append(w.b, c) }
 func (w *encoder) time(t time.Time) {
 	w.b = binary.AppendVarint(w.b, t.Unix())
 	w.b = binary.AppendUvarint(w.b, uint64(t.Nanosecond()))
