@@ -3,8 +3,6 @@ package derived
 import (
 	"encoding/hex"
 	"errors"
-	"strings"
-	"sync"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -37,22 +35,14 @@ const leaseIndexCatchUp = 256
 // made, a newer revision's is a changed copy).
 type leaseIndex struct {
 	sideFile[*lease.ActiveLeases]
-	records   *recordCache
-	saveAfter int // Config.LeaseIndexSaveAfter
-
-	mu sync.Mutex
-	at map[string]leasesAt
+	perGoal[*lease.ActiveLeases] // saving after Config.LeaseIndexSaveAfter changed records
+	records                      *recordCache
 }
 
 var _ Index[*lease.ActiveLeases] = (*leaseIndex)(nil)
 
-type leasesAt struct {
-	rev gitstore.Hash
-	ix  *lease.ActiveLeases
-}
-
 func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *leaseIndex {
-	return &leaseIndex{records: records, saveAfter: saveAfter, at: map[string]leasesAt{}, sideFile: sideFile[*lease.ActiveLeases]{
+	return &leaseIndex{records: records, perGoal: newPerGoal[*lease.ActiveLeases](saveAfter), sideFile: sideFile[*lease.ActiveLeases]{
 		repo: repo, kind: "leases", version: 1,
 		file:   func(goal string) string { return "loopx-cache/leases-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.ActiveLeases).Encode,
@@ -62,30 +52,12 @@ func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *lea
 
 // atSnapshot returns the index of goal's active leases at sn, or nil
 // when it cannot be made (a record that does not decode: the scan reports
-// it). The first use in a process that moved the saved index far enough
-// (a rebuild, or LeaseIndexSaveAfter changed records) saves the new
-// revision's; later moves, say along verify --history's walk, are not
-// saved. Saving re-encodes the whole index (1,000 active leases: 2 ms,
-// more than an acquire's scope check), a catch-up decodes only the
-// records that changed, a few tens of microseconds each: so the file is
-// rewritten every few mutations, not on every one.
+// it). Saving re-encodes the whole index (1,000 active leases: 2 ms, more
+// than an acquire's scope check) while a catch-up decodes only the records
+// that changed, a few tens of microseconds each: hence perGoal's saveAfter.
 func (ix *leaseIndex) atSnapshot(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
-	if !lease.ValidGoalID(goal) {
-		return nil
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	cur, have := ix.at[goal]
-	to := Target{Rev: sn.Revision(), Snap: sn}
-	next, how, changed, err := bringUp[*lease.ActiveLeases](ix, goal, to, cur.ix, cur.rev, have, true)
-	if err != nil {
-		return nil
-	}
-	ix.at[goal] = leasesAt{rev: to.Rev, ix: next}
-	if !have && (how == rebuilt || how == caughtUp && changed >= ix.saveAfter) && !strings.ContainsAny(goal, "/\\") {
-		ix.Save(goal, to.Rev, next)
-	}
-	return next
+	l, _ := ix.perGoal.atSnapshot(ix, sn, goal)
+	return l
 }
 
 var errDamaged = errors.New("a record of the derived data does not decode")

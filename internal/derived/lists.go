@@ -2,7 +2,6 @@ package derived
 
 import (
 	"encoding/hex"
-	"sync"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
@@ -33,22 +32,14 @@ const listingCatchUp = 256
 // at hand, by goal (each as of a revision: never changed once made).
 type listIndex struct {
 	sideFile[*lease.Listing]
-	records   *recordCache
-	saveAfter int
-
-	mu sync.Mutex
-	at map[string]listingAt
+	perGoal[*lease.Listing]
+	records *recordCache
 }
 
 var _ Index[*lease.Listing] = (*listIndex)(nil)
 
-type listingAt struct {
-	rev gitstore.Hash
-	l   *lease.Listing
-}
-
 func newListIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *listIndex {
-	return &listIndex{records: records, saveAfter: saveAfter, at: map[string]listingAt{}, sideFile: sideFile[*lease.Listing]{
+	return &listIndex{records: records, perGoal: newPerGoal[*lease.Listing](saveAfter), sideFile: sideFile[*lease.Listing]{
 		repo: repo, kind: "list", version: 1,
 		file:   func(goal string) string { return "loopx-cache/list-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.Listing).Encode,
@@ -57,26 +48,10 @@ func newListIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *list
 }
 
 // atSnapshot returns goal's listing at sn, or nil when it cannot be made
-// (a record that does not decode: the scan reports it). The first use in a
-// process that rebuilt it, or caught it up by saveAfter records or more,
-// saves the new revision's.
+// (a record that does not decode: the scan reports it).
 func (ix *listIndex) atSnapshot(sn *gitstore.Snapshot, goal string) *lease.Listing {
-	if !lease.ValidGoalID(goal) {
-		return nil
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	cur, have := ix.at[goal]
-	to := Target{Rev: sn.Revision(), Snap: sn}
-	next, how, changed, err := bringUp[*lease.Listing](ix, goal, to, cur.l, cur.rev, have, true)
-	if err != nil {
-		return nil
-	}
-	ix.at[goal] = listingAt{rev: to.Rev, l: next}
-	if !have && (how == rebuilt || how == caughtUp && changed >= ix.saveAfter) {
-		ix.Save(goal, to.Rev, next)
-	}
-	return next
+	l, _ := ix.perGoal.atSnapshot(ix, sn, goal)
+	return l
 }
 
 // Rebuild makes the listing from every record of the target.
