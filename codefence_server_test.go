@@ -109,6 +109,17 @@ func (a *fenceAgent) commit(path, msg string, args ...string) string {
 	return a.git("rev-parse", "HEAD")
 }
 
+// commitAt commits as commit does, with its hooks deciding at now
+// (LOOPX_NOW): a commit made while a short lease was in force, however long
+// a loaded machine took to get there.
+func (a *fenceAgent) commitAt(now time.Time, path, msg string, args ...string) string {
+	a.t.Helper()
+	saved := a.env
+	a.env = append(slices.Clone(a.env), "LOOPX_NOW="+now.UTC().Format(time.RFC3339))
+	defer func() { a.env = saved }()
+	return a.commit(path, msg, args...)
+}
+
 // push pushes HEAD (or a refspec) and expects it accepted.
 func (a *fenceAgent) push(refspec string) {
 	a.t.Helper()
@@ -197,7 +208,9 @@ func codeFenceLeases(t *testing.T, kind string) {
 	// its work (accepted) and, later, releases.
 	r := a.loopx("task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_parser", "--owner", "agent-a", "--idempotency-key", "exec-a", "--ttl-seconds", "3")
 	expires, _ := time.Parse(time.RFC3339, r.out["lease"].(map[string]any)["expires_at"].(string))
-	a.commit("src/parser/a.go", "parser: first cut")
+	// Made a second before the lease expires (a loaded machine may take
+	// longer than the 3 s TTL to get here).
+	a.commitAt(expires.Add(-time.Second), "src/parser/a.go", "parser: first cut")
 	if msg := a.git("log", "-1", "--format=%B"); !strings.Contains(msg, "Loopx-Agent: agent-a\nLoopx-Lease: g/todo_parser@1") {
 		t.Fatalf("the commit-msg hook did not name the lease:\n%s", msg)
 	}
