@@ -82,6 +82,11 @@ type Options struct {
 	// before anything is reported (tests kill the process there to lose the
 	// response).
 	AfterCommit func()
+	// TxStats, when set, is called after every mutation's transaction
+	// with how it went: applied, replayed, no_change or refused (the CLI
+	// prints it on stderr when LOOPX_TX_STATS=1 asks). It runs on the
+	// goroutine of the mutation, under no lock.
+	TxStats func(TxStats)
 	// Remote names the remote whose state ref is the authority (overrides
 	// the registry's remote); see docs/REMOTE.md.
 	Remote string

@@ -145,13 +145,47 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outco
 		return s.apply(call, false)
 	}
 	if err != nil {
-		return nil, nil, s.annotateErr(storeerr.Map(err))
+		err = s.annotateErr(storeerr.Map(err))
+		s.txStats(call, tx, "", err)
+		return nil, nil, err
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
 	s.derived.MaybePrune()
+	s.txStats(call, tx, last.out.Status, nil)
 	return s.report(last, tx), last.out, nil
+}
+
+// TxStats is how one mutation's transaction went (Options.TxStats).
+type TxStats struct {
+	// Attempts counts its decisions (0: it failed before deciding, e.g.
+	// the writer fence or the remote could not be reached); LostRaces the
+	// compare-and-swaps it lost to other writers.
+	Attempts  int `json:"attempts"`
+	LostRaces int `json:"lost_races"`
+	// Operation is the operation's name (task-lease.renew, ...).
+	Operation string `json:"operation"`
+	// Status is the answer's status (applied, replayed, no_change), or
+	// empty for a refusal or failure, whose contract code Code is.
+	Status string     `json:"status,omitempty"`
+	Code   lease.Code `json:"code,omitempty"`
+}
+
+// txStats reports a transaction to Options.TxStats, when set. An upgrade
+// run first on the way is reported by itself, as its own transaction.
+func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, status string, err error) {
+	if s.opts.TxStats == nil {
+		return
+	}
+	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status}
+	if err != nil {
+		st.Code = lease.CodeStoreIO
+		if le, ok := lease.AsError(err); ok {
+			st.Code = le.Code
+		}
+	}
+	s.opts.TxStats(st)
 }
 
 // decide makes one decision of call on a snapshot.

@@ -49,7 +49,7 @@ type Envelope struct {
 	// Attempts and LostRaces say how a mutation's transaction went: its
 	// decisions, and the compare-and-swaps it lost to other writers (each
 	// one a decision made again on a newer head). Not part of the JSON
-	// envelope: the CLI prints them on stderr when LOOPX_TX_STATS=1 asks.
+	// envelope: the CLI prints them (Options.TxStats) when LOOPX_TX_STATS=1 asks.
 	Attempts, LostRaces int
 }
 

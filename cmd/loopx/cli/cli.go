@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -238,6 +239,19 @@ func (e *env) options() (loopx.Options, error) {
 		o.FenceTimeout = d
 	}
 	o.FailProjection = os.Getenv("LOOPX_FAIL_PROJECTION") == "1"
+	if os.Getenv("LOOPX_TX_STATS") == "1" {
+		// How every transaction went, refusals and run's renewals
+		// included (benchmarks of contention read it). A held lease
+		// renews on its own goroutine: one line at a time.
+		var mu sync.Mutex
+		w := e.stderr
+		o.TxStats = func(st loopx.TxStats) {
+			data, _ := json.Marshal(st)
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(w, "loopx: tx: %s\n", data)
+		}
+	}
 	if marker := os.Getenv("LOOPX_TEST_PAUSE_AFTER_COMMIT"); marker != "" {
 		// Test hook: the ref has moved; announce it and wait to be killed,
 		// so a test can lose the response of an applied mutation.
@@ -273,10 +287,6 @@ func (e *env) run(fn func(s *loopx.Store) (loopx.Reply, error)) error {
 }
 
 func (e *env) print(res loopx.Reply) error {
-	if env := res.Env(); env.Mutation && env.Attempts > 0 && os.Getenv("LOOPX_TX_STATS") == "1" {
-		// How the transaction went (benchmarks of contention).
-		fmt.Fprintf(e.stderr, "loopx: tx: {\"attempts\":%d,\"lost_races\":%d}\n", env.Attempts, env.LostRaces)
-	}
 	if e.format == "json" {
 		// Written as it is encoded (a 10,000-todo list is 3 MB), not
 		// through json.Marshal, which would hold it, check it and copy it.
