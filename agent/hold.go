@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,6 +161,9 @@ type HeldLease struct {
 	WriteScopes                       []string
 	// ExpiresAt is the expiry the store recorded (its clock).
 	ExpiresAt time.Time
+	// Generated: the key was generated (the request had none). Adopted:
+	// the execution was acquired before, and adopted (HoldLease).
+	Generated, Adopted bool
 }
 
 // HoldRequest is what to hold.
@@ -213,8 +217,22 @@ type Hold struct {
 
 // HoldLease acquires (or replays) the lease, or with req.Claim claims the
 // todo and acquires it in one commit, and renews it in the background. The
-// result is the acquire's (or claim's). A refusal or a transient failure
-// of the acquire is returned as is: retry with the same arguments.
+// result is the acquire's (or claim's).
+//
+// Without an idempotency key, a fresh one is generated (NewExecutionKey):
+// each hold is then a new execution, and the key is the held lease's. A
+// refusal or a transient failure of the acquire is returned as is (with
+// the generated key as the detail idempotency_key): retry with the same
+// arguments and key.
+//
+// The current execution of the owner and key is adopted whatever TTL,
+// expected version or write scopes it was acquired with (contract section
+// 4: a lease acquired by hand, or by a run that was cut off): the acquire's
+// idempotency_key_reuse for such a request is answered by renewing that
+// execution at once with this request's TTL, and the renewal is the
+// result. Adoption needs the owner named, and write scopes that are none
+// or the lease's own (a run must not work on paths its lease does not
+// cover); otherwise the refusal stands.
 func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Reply, error) {
 	ttl := time.Duration(req.Acquire.TTLSeconds) * time.Second
 	policy := req.Policy
@@ -228,6 +246,10 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 		return nil, nil, err
 	}
 	a := req.Acquire
+	generated := a.IdempotencyKey == ""
+	if generated {
+		a.IdempotencyKey = NewExecutionKey()
+	}
 	if req.Claim && len(a.WriteScopes) > 0 {
 		return nil, nil, lease.Errorf(lease.CodeInvalidRequest, "a claim acquires the lease with the todo's required write scopes: give no write scopes")
 	}
@@ -261,11 +283,18 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 			sent = clk.Now()
 			return s.Acquire(a)
 		})
+		if le, ok := lease.AsError(err); ok && le.Code == lease.CodeIdempotencyKeyReuse && !generated {
+			sent = clk.Now()
+			res, err = adoptExecution(s, a, le)
+		}
 		if res != nil {
 			granted, lv, goal = res, res.Data.Lease, res.Data.GoalID
 		}
 	}
 	if err != nil {
+		if le, ok := lease.AsError(err); ok && generated {
+			err = le.With("idempotency_key", a.IdempotencyKey)
+		}
 		return nil, granted, err
 	}
 	if lv == nil || lv.Lease == nil || !lv.Effective || lv.Status != lease.LeaseActive {
@@ -273,8 +302,58 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	}
 	h := newHold(s, clk, policy, req.OnLost, HeldLease{Goal: goal, Todo: lv.TodoID, Owner: lv.Owner,
 		IdempotencyKey: lv.IdempotencyKey, Version: lv.Version, Epoch: lv.Epoch, WriteScopes: lv.WriteScopes,
-		ExpiresAt: lv.ExpiresAt}, a.TTLSeconds, sent).start()
+		ExpiresAt: lv.ExpiresAt, Generated: generated, Adopted: granted.Env().Operation == lease.OpLeaseRenew}, a.TTLSeconds, sent).start()
 	return h, granted, nil
+}
+
+// NewExecutionKey returns a fresh idempotency key for a new execution:
+// "run-" and 16 random hex digits (64 bits: two runs never pick the same).
+func NewExecutionKey() string {
+	return fmt.Sprintf("run-%016x", rand.Uint64())
+}
+
+// adoptExecution answers an acquire refused as idempotency_key_reuse
+// (refusal): when the todo's current lease is the owner's execution of
+// this key, active and effective, and the request's write scopes are none
+// or the lease's, it is renewed at once with the request's TTL (its
+// version as read: a renewal in between is a version_mismatch, and the
+// refusal stands). Otherwise the refusal is returned, explained when the
+// scopes are what stopped it.
+func adoptExecution(s holdOps, a lease.AcquireRequest, refusal *lease.Error) (*loopx.Result[lease.LeaseResult], error) {
+	if a.Owner == "" {
+		return nil, refusal
+	}
+	res, err := s.Inspect(a.Goal, a.Todo)
+	if err != nil {
+		return nil, refusal
+	}
+	lv := res.Data.Lease
+	if lv == nil || lv.Lease == nil || lv.Owner != a.Owner || lv.IdempotencyKey != a.IdempotencyKey {
+		return nil, refusal
+	}
+	if lv.Status != lease.LeaseActive || !lv.Effective {
+		e := *refusal
+		e.Message += fmt.Sprintf("; execution %s of %s is not current (%s, effective %v): a new execution needs a new key, or none",
+			a.IdempotencyKey, a.Owner, lv.Status, lv.Effective)
+		return nil, &e
+	}
+	if len(a.WriteScopes) > 0 && !sameScopes(a.WriteScopes, lv.WriteScopes) {
+		e := *refusal
+		e.Message += fmt.Sprintf("; execution %s of %s holds the lease with write scopes %q, not the %q asked for: give the same scopes, or none, to adopt it",
+			a.IdempotencyKey, a.Owner, lv.WriteScopes, a.WriteScopes)
+		return nil, (&e).With("current_lease", lv)
+	}
+	v := lv.Version
+	return s.Renew(lease.RenewRequest{Goal: a.Goal, Todo: a.Todo, Owner: a.Owner, IdempotencyKey: a.IdempotencyKey,
+		ExpectedVersion: &v, TTLSeconds: a.TTLSeconds})
+}
+
+// sameScopes reports whether two scope sets are equal as sets.
+func sameScopes(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
 // waitIf decides attempt once, or with a wait timeout waits while it is

@@ -2,7 +2,9 @@ package agent
 
 // `loopx run … -- CMD`: hold a task lease while a command runs.
 //
-//	Hold (acquire or replay; with Claim, claim + acquire in one commit)
+//	Hold (acquire or replay, or adopt the current execution of the owner
+//	and key; with Claim, claim + acquire in one commit; a fresh key when
+//	none is given)
 //	→ start CMD with LOOPX_GOAL, LOOPX_TODO, LOOPX_OWNER,
 //	  LOOPX_IDEMPOTENCY_KEY, LOOPX_EPOCH, LOOPX_VERSION in its environment
 //	→ renew in the background (hold.go); forward signals to CMD
@@ -67,6 +69,9 @@ type RunRequest struct {
 	CompleteOnSuccess bool
 	Evidence          []string
 	Note              string
+	// Held, when set, is called with the lease once it is held, before
+	// the command starts.
+	Held func(HeldLease)
 	// Started, when set, is called with the command's process id.
 	Started func(pid int)
 }
@@ -167,6 +172,9 @@ func Run(ctx context.Context, s Store, req RunRequest) (*RunResult, error) {
 	}
 	out := &RunResult{Acquired: acq}
 	l := h.Lease()
+	if req.Held != nil {
+		req.Held(l)
+	}
 	cmd := exec.Command(req.Command[0], req.Command[1:]...)
 	base := req.Env
 	if base == nil {

@@ -140,7 +140,6 @@ var requiredFlags = []requiredFlag{
 	{cmd: "task-lease release", flag: "expected-version", code: lease.CodeVersionRequired, hint: versionHint},
 	{cmd: "task-lease inspect", flag: "todo-id", code: lease.CodeInvalidTodoID},
 	{cmd: "run", flag: "todo-id", code: lease.CodeInvalidTodoID},
-	{cmd: "run", flag: "idempotency-key", code: lease.CodeInvalidIdempotencyKey, hint: "the key of this execution"},
 	{cmd: "run", flag: "ttl-seconds", code: lease.CodeInvalidTTL, hint: ttlHint},
 	{cmd: "clock-reset", flag: "agent-id", or: "by", code: lease.CodeInvalidAgentID, hint: "who recovers the store"},
 	{cmd: "clock-reset", flag: "reason", code: lease.CodeInvalidRequest, hint: "recorded in the commit", field: "reason"},

@@ -57,13 +57,28 @@ func runCmd(e *env) *cobra.Command {
 		forwardedByParent = agent.ForwardedSignals
 	)
 	c := &cobra.Command{
-		Use:   "run --todo-id ID --owner A --idempotency-key K --ttl-seconds N [flags] -- CMD [ARGS...]",
+		Use:   "run --todo-id ID --owner A --ttl-seconds N [--idempotency-key K] [flags] -- CMD [ARGS...]",
 		Short: "Hold a task lease while a command runs: acquire, renew, release; exit with its status",
-		Long: `run acquires (or replays) the todo's task lease, runs CMD with LOOPX_GOAL,
-LOOPX_TODO, LOOPX_OWNER, LOOPX_IDEMPOTENCY_KEY, LOOPX_EPOCH and LOOPX_VERSION in
-its environment, renews the lease about every third of the TTL while CMD runs
+		Long: `run acquires the todo's task lease, runs CMD with LOOPX_GOAL, LOOPX_TODO,
+LOOPX_OWNER, LOOPX_IDEMPOTENCY_KEY, LOOPX_EPOCH and LOOPX_VERSION in its
+environment, renews the lease about every third of the TTL while CMD runs
 (retrying transient failures with the same arguments), releases it when CMD
 exits and exits with CMD's status. Signals sent to run are passed on to CMD.
+
+Without --idempotency-key each run is a new execution under a generated key
+(run-<16 hex digits>, printed on stderr in text mode and given to CMD as
+LOOPX_IDEMPOTENCY_KEY): a run that failed (CMD exited non-zero, or the lease
+was lost) is retried by running the same command line again. If the acquire
+itself failed transiently (exit 3), the error names the generated key: retry
+with --idempotency-key set to it, in case the acquire was applied.
+
+With --idempotency-key K, run adopts the owner's current execution of K
+whatever TTL, expected version or write scopes it was acquired with (say, by
+task-lease acquire, or by a run that was cut off): it renews it at once with
+its own --ttl-seconds and goes on as if it had acquired it. A K whose
+execution ended (released by an earlier run, expired, taken over) is refused
+with execution_not_current or idempotency_key_reuse: a new execution needs a
+new key, or none.
 
 If the lease is lost while CMD runs (a renewal refused: taken over,
 transferred, released by hand, owner unregistered; or no renewal succeeded
@@ -71,10 +86,15 @@ within two thirds of the TTL), CMD gets SIGTERM, then SIGKILL after --grace,
 and run exits 4 with the reason (a JSON error object in JSON mode).
 
 Stdout is CMD's: on success run prints nothing there itself.`,
-		Example: `  loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-1 \
-    --ttl-seconds 60 --write-scope 'src/lexer/**' -- make test
-  loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-2 \
-    --ttl-seconds 60 --claim --complete-on-success --evidence 'tests pass' -- ./do-the-work.sh`,
+		Example: `  loopx run --todo-id todo_lexer --owner agent-a --ttl-seconds 60 \
+    --write-scope 'src/lexer/**' -- make test
+  loopx run --todo-id todo_lexer --owner agent-a --ttl-seconds 60 \
+    --claim --complete-on-success --evidence 'tests pass' -- ./do-the-work.sh
+  # adopt an execution acquired by hand (any TTL), then hold it with 60s
+  loopx task-lease acquire --todo-id todo_lexer --owner agent-a \
+    --idempotency-key exec-1 --ttl-seconds 600
+  loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-1 \
+    --ttl-seconds 60 -- make lexer`,
 		RunE: func(c *cobra.Command, args []string) error {
 			dash := c.ArgsLenAtDash()
 			switch {
@@ -95,6 +115,13 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 			req.Command, req.Grace = args, grace
 			req.CompleteOnSuccess, req.Evidence, req.Note = complete, evidence, note
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, e.stdout, e.stderr
+			if e.format == "text" {
+				req.Held = func(l agent.HeldLease) {
+					if line := heldLine(l); line != "" {
+						fmt.Fprintf(safeWriter{e.stderr}, "loopx: run: %s\n", line)
+					}
+				}
+			}
 			sigs := make(chan os.Signal, 8)
 			signal.Notify(sigs, forwardedByParent...)
 			defer signal.Stop(sigs)
@@ -156,7 +183,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 	f := c.Flags()
 	f.StringVar(&todo, "todo-id", "", "todo id")
 	f.StringVar(&owner, "owner", "", "lease owner (the acting agent)")
-	f.StringVar(&key, "idempotency-key", "", "execution key (retry a failed run with the same key: it replays)")
+	f.StringVar(&key, "idempotency-key", "", "execution key: adopt this current execution (any TTL); default: a new execution, key generated")
 	f.Int64Var(&ttl, "ttl-seconds", 0, "lease time to live, 1..86400; renewed about every third of it")
 	f.StringArrayVar(&scopes, "write-scope", nil, "path glob this execution writes (repeatable)")
 	f.BoolVar(&claim, "claim", false, "also claim the todo for the owner, in the same commit as the acquire")
@@ -197,6 +224,21 @@ func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w agent.WaitOptio
 	return e.run(func(s *loopx.Store) (loopx.Reply, error) {
 		return fn(s, agent.WaitOptions{Timeout: d, Stats: st})
 	})
+}
+
+// heldLine is what run says on stderr in text mode once the lease is held,
+// when there is something the user did not write: the generated key, or
+// the adoption of an earlier acquire ("" otherwise).
+func heldLine(l agent.HeldLease) string {
+	switch {
+	case l.Generated:
+		return fmt.Sprintf("execution key %s (generated; LOOPX_IDEMPOTENCY_KEY), lease of %s/%s at epoch %d",
+			l.IdempotencyKey, l.Goal, l.Todo, l.Epoch)
+	case l.Adopted:
+		return fmt.Sprintf("adopted the current execution %s of %s on %s/%s (epoch %d), renewed with this run's TTL",
+			l.IdempotencyKey, l.Owner, l.Goal, l.Todo, l.Epoch)
+	}
+	return ""
 }
 
 // runSummary is what run says on stderr in text mode when its command
