@@ -116,12 +116,22 @@ type ReadyList struct {
 	AgentID string           `json:"agent_id"`
 	Todos   []lease.TodoView `json:"todos"`
 	Count   int              `json:"count"`
+	// NotReady are the goal's other open todos and why each is not ready
+	// (held, claimed, dependencies, a scope of another lease: the same
+	// list as status's, at most lease.MaxNotReady, NotReadyMore counting
+	// the rest). It is not paged: a page of the ready todos still says
+	// why the others are missing.
+	NotReady     []lease.NotReady `json:"not_ready"`
+	NotReadyMore int              `json:"not_ready_more,omitempty"`
 	*PageInfo
 }
 
 func (d ReadyList) jsonFields() []jsonField {
-	return append([]jsonField{{"goal_id", d.GoalID}, {"agent_id", d.AgentID}, {"todos", d.Todos}, {"count", d.Count}},
-		d.PageInfo.jsonFields()...)
+	f := []jsonField{{"goal_id", d.GoalID}, {"agent_id", d.AgentID}, {"todos", d.Todos}, {"count", d.Count}, {"not_ready", d.NotReady}}
+	if d.NotReadyMore > 0 {
+		f = append(f, jsonField{"not_ready_more", d.NotReadyMore})
+	}
+	return append(f, d.PageInfo.jsonFields()...)
 }
 
 // ListTodos lists a goal's todos, highest priority first.
@@ -177,9 +187,12 @@ func (s *Store) ReadyPage(goal, agent string, p Page) (*Result[ReadyList], error
 		if err != nil {
 			return ReadyList{}, err
 		}
-		todos, err := lease.Ready(v, g, a, now)
+		todos, notReady, more, err := lease.ReadyExplained(v, g, a, now)
 		if err != nil {
 			return ReadyList{}, err
+		}
+		if notReady == nil {
+			notReady = []lease.NotReady{}
 		}
 		todos, page, err := p.paged(todos)
 		if err != nil {
@@ -189,7 +202,7 @@ func (s *Store) ReadyPage(goal, agent string, p Page) (*Result[ReadyList], error
 		if err != nil {
 			return ReadyList{}, err
 		}
-		return ReadyList{GoalID: g, AgentID: a, Todos: views, Count: len(views), PageInfo: page}, nil
+		return ReadyList{GoalID: g, AgentID: a, Todos: views, Count: len(views), NotReady: notReady, NotReadyMore: more, PageInfo: page}, nil
 	})
 }
 

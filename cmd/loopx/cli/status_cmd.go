@@ -72,20 +72,27 @@ func printStatus(w io.Writer, d *lease.StatusData) {
 		}
 		table(w, "  ", rows)
 	}
-	if len(d.NotReady) > 0 {
-		fmt.Fprintf(w, "\nnot ready for %s:\n", who)
-		rows := [][]string{heading("todo_id", "priority", "reasons")}
-		for _, n := range d.NotReady {
-			var why []string
-			for _, r := range n.Reasons {
-				why = append(why, notReadyText(r))
-			}
-			rows = append(rows, []string{n.TodoID, n.Priority, strings.Join(why, "; ")})
+	notReadyTable(w, who, d.NotReady, d.NotReadyMore)
+}
+
+// notReadyTable says why each todo of notReady is not ready for who
+// (status and todo ready; nothing when none).
+func notReadyTable(w io.Writer, who string, notReady []lease.NotReady, more int) {
+	if len(notReady) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nnot ready for %s:\n", who)
+	rows := [][]string{heading("todo_id", "priority", "reasons")}
+	for _, n := range notReady {
+		var why []string
+		for _, r := range n.Reasons {
+			why = append(why, notReadyText(r))
 		}
-		table(w, "  ", rows)
-		if d.NotReadyMore > 0 {
-			fmt.Fprintf(w, "  and %d more\n", d.NotReadyMore)
-		}
+		rows = append(rows, []string{n.TodoID, n.Priority, strings.Join(why, "; ")})
+	}
+	table(w, "  ", rows)
+	if more > 0 {
+		fmt.Fprintf(w, "  and %d more\n", more)
 	}
 }
 

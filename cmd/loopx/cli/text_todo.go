@@ -5,10 +5,13 @@ package cli
 // rules).
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/loopx-dev/loopx/lease"
 )
 
 // todoLine is a todo on one line, as a mutation left it: "todo todo_lexer:
@@ -165,6 +168,7 @@ func todoText(w io.Writer, m map[string]any, now time.Time) {
 // priority first (the order of the JSON).
 func todosText(w io.Writer, m map[string]any, now time.Time) {
 	todos := list(m["todos"])
+	defer notReadyList(w, m)
 	if len(todos) == 0 {
 		if m["count"] != nil { // todo ready
 			fmt.Fprintf(w, "no todo is ready for %s\n", orDefault(str(m["agent_id"]), "anybody"))
@@ -179,6 +183,20 @@ func todosText(w io.Writer, m map[string]any, now time.Time) {
 		rows = append(rows, []string{str(t["todo_id"]), str(t["priority"]), str(t["status"]), orDash(str(t["claimed_by"])), oneLine(str(t["text"]))})
 	}
 	table(w, "", rows)
+}
+
+// notReadyList is the not_ready part of `todo ready`: each other open
+// todo and why it is not ready, as status says it (nothing when none).
+func notReadyList(w io.Writer, m map[string]any) {
+	var nr struct {
+		NotReady []lease.NotReady `json:"not_ready"`
+		More     int              `json:"not_ready_more"`
+	}
+	if data, err := json.Marshal(map[string]any{"not_ready": m["not_ready"], "not_ready_more": m["not_ready_more"]}); err != nil ||
+		json.Unmarshal(data, &nr) != nil || len(nr.NotReady) == 0 {
+		return
+	}
+	notReadyTable(w, orDefault(str(m["agent_id"]), "anybody"), nr.NotReady, nr.More)
 }
 
 // inspectText is `task-lease inspect`.
