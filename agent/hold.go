@@ -21,6 +21,17 @@ package agent
 //     with the version_mismatch refusal.
 //   - A renewal answered "replayed" returns the current lease; it counts
 //     only if that is still this execution.
+//   - Between renewals the holder watches the store (when it has one:
+//     HoldLease), so a lease taken over, transferred, released by hand or
+//     made ineffective is noticed within seconds, not at the next renewal:
+//     locally it wakes on the ref's file notifications (and reads the ref
+//     every PollPolicy.Local as a fallback, LocalNoNotify without
+//     notifications); with a remote it polls the server's head every
+//     HoldPolicy.Poll (default 2s, one ref advertisement). When the head
+//     moved, it reads the lease: still this execution (a newer version,
+//     from work that used the proof, is adopted) or not, and then it renews
+//     at once. The loss is that renewal's refusal, the same as at a
+//     scheduled renewal: the store decides, never a read alone.
 //   - The deadline is counted from when the last successful renewal was
 //     SENT, a lower bound of its decision time, so the holder gives up
 //     before the store could judge the lease expired (up to a third of the
@@ -35,6 +46,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx"
+	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/internal/retry"
 	"github.com/loopx-dev/loopx/lease"
@@ -52,7 +64,14 @@ type HoldPolicy struct {
 	// Jitter in [0,1): each wait is shortened by a random fraction up to
 	// Jitter, so holders started together do not renew in step.
 	Jitter float64
+	// Poll is how often the server's head is polled between renewals
+	// with a remote (0: DefaultHoldPoll); locally the ref is watched.
+	Poll time.Duration
 }
+
+// DefaultHoldPoll is how often a holder polls the server's head between
+// renewals: a lost lease is noticed within about this long.
+const DefaultHoldPoll = 2 * time.Second
 
 // DefaultHoldPolicy is the policy of `loopx run` for a lease of ttl:
 // renew every ttl/3, retry every ttl/12 (50ms..2s), give up after 2ttl/3,
@@ -73,6 +92,8 @@ func (p HoldPolicy) Check(ttl time.Duration) error {
 		return lease.Errorf(lease.CodeInvalidRequest, "the renew deadline (%v) must be shorter than the TTL (%v)", p.RenewDeadline, ttl)
 	case p.Jitter < 0 || p.Jitter >= 1:
 		return lease.Errorf(lease.CodeInvalidRequest, "jitter %v: want 0 <= jitter < 1", p.Jitter)
+	case p.Poll < 0:
+		return lease.Errorf(lease.CodeInvalidRequest, "poll period %v: want 0 (the default) or more", p.Poll)
 	}
 	return nil
 }
@@ -192,10 +213,23 @@ type holdOps interface {
 	Inspect(goal, todo string) (*loopx.Result[lease.LeaseResult], error)
 }
 
+// headSource is how a holder sees the store move between renewals (a
+// Store; nil: it does not watch).
+type headSource interface {
+	ProbeHead(ctx context.Context) (gitstore.Hash, error)
+	PollsRemote() bool
+	WatchRef() gitstore.Watcher
+}
+
 // Hold is a lease being held: renewed in the background until Stop,
 // Release or Complete, or until it is lost.
 type Hold struct {
 	ops    holdOps
+	src    headSource // nil: no watching between renewals
+	poll   PollPolicy // the local watch's fallback reads
+	watch  gitstore.Watcher
+	head   gitstore.Hash
+	headOK bool
 	clk    clock.Clock // the store's (Store.Clock)
 	rnd    func() float64
 	policy HoldPolicy
@@ -302,8 +336,12 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	}
 	h := newHold(s, clk, policy, req.OnLost, HeldLease{Goal: goal, Todo: lv.TodoID, Owner: lv.Owner,
 		IdempotencyKey: lv.IdempotencyKey, Version: lv.Version, Epoch: lv.Epoch, WriteScopes: lv.WriteScopes,
-		ExpiresAt: lv.ExpiresAt, Generated: generated, Adopted: granted.Env().Operation == lease.OpLeaseRenew}, a.TTLSeconds, sent).start()
-	return h, granted, nil
+		ExpiresAt: lv.ExpiresAt, Generated: generated, Adopted: granted.Env().Operation == lease.OpLeaseRenew}, a.TTLSeconds, sent)
+	h.src = s
+	if req.Wait.Poll != nil {
+		h.poll = *req.Wait.Poll
+	}
+	return h.start(), granted, nil
 }
 
 // NewExecutionKey returns a fresh idempotency key for a new execution:
@@ -366,7 +404,7 @@ func waitIf[T any](ctx context.Context, s Store, goal string, w WaitOptions, att
 }
 
 func newHold(ops holdOps, clk clock.Clock, policy HoldPolicy, onLost func(*lease.Error), cur HeldLease, ttl int64, lastOK time.Time) *Hold {
-	h := &Hold{ops: ops, clk: clk, rnd: rand.Float64, policy: policy, ttl: ttl, onLost: onLost,
+	h := &Hold{ops: ops, clk: clk, rnd: rand.Float64, policy: policy, ttl: ttl, onLost: onLost, poll: DefaultPollPolicy,
 		x: execution{owner: cur.Owner, key: cur.IdempotencyKey, epoch: cur.Epoch}, cur: cur, lastOK: lastOK,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	return h
@@ -451,30 +489,117 @@ func (h *Hold) adopt(lv *lease.LeaseView, sent time.Time) {
 	}
 }
 
-// sleep waits until at on the clock; false when stopped first.
+// sleep waits until at on the clock, or until the watch sees the lease
+// is no longer this execution (then the renewal is made at once); false
+// when stopped first.
 func (h *Hold) sleep(at time.Time) bool {
-	d := at.Sub(h.clk.Now())
-	if d <= 0 {
+	for {
+		d := at.Sub(h.clk.Now())
+		if d <= 0 {
+			select {
+			case <-h.stop:
+				return false
+			default:
+				return true
+			}
+		}
+		t := h.clk.NewTimer(d)
+		var changed <-chan struct{}
+		var tick clock.Timer
+		var tickC <-chan time.Time
+		if h.src != nil {
+			if h.watch != nil {
+				changed = h.watch.Changed()
+			}
+			tick = h.clk.NewTimer(h.watchEvery())
+			tickC = tick.C()
+		}
+		stopped, due := false, false
 		select {
 		case <-h.stop:
+			stopped = true
+		case <-t.C():
+			due = true
+		case <-changed:
+		case <-tickC:
+		}
+		t.Stop()
+		if tick != nil {
+			tick.Stop()
+		}
+		switch {
+		case stopped:
 			return false
-		default:
+		case due:
+			return true
+		case !h.leaseStillOurs():
 			return true
 		}
 	}
-	t := h.clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-h.stop:
-		return false
-	case <-t.C():
+}
+
+// watchEvery is how often the holder looks at the head between renewals:
+// the server's every Poll; the local ref as a fallback to notifications.
+func (h *Hold) watchEvery() time.Duration {
+	switch {
+	case h.src.PollsRemote():
+		if h.policy.Poll > 0 {
+			return h.policy.Poll
+		}
+		return DefaultHoldPoll
+	case h.watch != nil && h.watch.Native():
+		return h.poll.Local
+	}
+	return h.poll.LocalNoNotify
+}
+
+// startWatch begins watching the store (nothing without a source).
+func (h *Hold) startWatch() {
+	if h.src == nil {
+		return
+	}
+	if !h.src.PollsRemote() {
+		h.watch = h.src.WatchRef()
+	}
+	h.head, h.headOK = h.probe()
+}
+
+func (h *Hold) probe() (gitstore.Hash, bool) {
+	hd, err := h.src.ProbeHead(context.Background())
+	return hd, err == nil
+}
+
+// leaseStillOurs reads the head and, when it moved, the lease: false when
+// the lease is seen to be no longer this execution, active and effective.
+// A newer version of this execution is adopted. A read that fails says
+// nothing: the renewals decide.
+func (h *Hold) leaseStillOurs() bool {
+	hd, ok := h.probe()
+	if !ok || (h.headOK && hd == h.head) {
 		return true
 	}
+	h.head, h.headOK = hd, true
+	cur := h.Lease()
+	lv, err := h.current(cur)
+	if err != nil {
+		return true
+	}
+	if !h.x.ours(lv) {
+		return false
+	}
+	if lv.Version > cur.Version {
+		h.adopt(lv, time.Time{})
+	}
+	return true
 }
 
 // loop renews until stopped or lost (see the file comment).
 func (h *Hold) loop() {
 	defer close(h.done)
+	h.startWatch()
+	if h.watch != nil {
+		defer h.watch.Close()
+	}
 	h.mu.Lock()
 	next := h.policy.renewAt(h.lastOK, h.rnd())
 	h.mu.Unlock()

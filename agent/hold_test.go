@@ -62,7 +62,11 @@ type holdFix struct {
 	losts  []*lease.Error
 }
 
-func newHoldFix(t *testing.T) *holdFix {
+func newHoldFix(t *testing.T) *holdFix { return newWatchedHoldFix(t, nil) }
+
+// newWatchedHoldFix is newHoldFix watching src between renewals (nil: not
+// watching), with testPoll's fallback reads.
+func newWatchedHoldFix(t *testing.T, src headSource) *holdFix {
 	f := &holdFix{t: t, clk: clock.NewFake(holdT0), ops: &fakeOps{calls: make(chan fakeCall)}}
 	p := HoldPolicy{RenewEvery: 10 * time.Second, RetryPeriod: 2 * time.Second, RenewDeadline: 20 * time.Second}
 	cur := HeldLease{Goal: "g", Todo: "todo_work", Owner: "agent-a", IdempotencyKey: "k1", Version: 1, Epoch: 2}
@@ -72,6 +76,10 @@ func newHoldFix(t *testing.T) *holdFix {
 		f.lostMu.Unlock()
 	}, cur, 30, holdT0)
 	f.h.rnd = func() float64 { return 0 }
+	if src != nil {
+		f.h.src, f.h.poll = src, testPoll
+		f.h.policy.Poll = 3 * time.Second
+	}
 	f.h.start()
 	t.Cleanup(func() {
 		go func() { // answer whatever a stopping loop still asks
@@ -353,6 +361,7 @@ func TestHoldPolicy(t *testing.T) {
 		{RenewEvery: 10 * time.Second, RetryPeriod: time.Second, RenewDeadline: 10 * time.Second},
 		{RenewEvery: 10 * time.Second, RetryPeriod: time.Second, RenewDeadline: 30 * time.Second},
 		{RenewEvery: 10 * time.Second, RetryPeriod: time.Second, RenewDeadline: 20 * time.Second, Jitter: 1},
+		{RenewEvery: 10 * time.Second, RetryPeriod: time.Second, RenewDeadline: 20 * time.Second, Poll: -time.Second},
 	}
 	for _, p := range bad {
 		if err := p.Check(30 * time.Second); err == nil {

@@ -83,7 +83,10 @@ new key, or none.
 If the lease is lost while CMD runs (a renewal refused: taken over,
 transferred, released by hand, owner unregistered; or no renewal succeeded
 within two thirds of the TTL), CMD gets SIGTERM, then SIGKILL after --grace,
-and run exits 4 with the reason (a JSON error object in JSON mode).
+and run exits 4 with the reason (a JSON error object in JSON mode). Between
+renewals run watches the state ref (with a remote, polls the server's head
+every 2s) and renews at once when the lease is no longer this execution, so
+a loss is noticed within seconds.
 
 Stdout is CMD's: on success run prints nothing there itself.`,
 		Example: `  loopx run --todo-id todo_lexer --owner agent-a --ttl-seconds 60 \
