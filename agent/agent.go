@@ -24,6 +24,9 @@ type Store interface {
 	Acquire(lease.AcquireRequest) (*loopx.Result[lease.LeaseResult], error)
 	Claim(lease.ClaimRequest) (*loopx.Result[lease.TodoResult], error)
 	ReadyClaim(lease.ReadyClaimRequest) (*loopx.Result[lease.TodoResult], error)
+	// Ready lists what an agent may take now and why the rest is not
+	// ready (a ready --claim wait says so, and ends when nothing can be).
+	Ready(goal, agent string) (*loopx.Result[loopx.ReadyList], error)
 	holdOps
 
 	// ProbeHead reads the head decisions are made on, cheaply: the local

@@ -398,7 +398,7 @@ func sameScopes(a, b []string) bool {
 // refused for a waitable reason (waitFor).
 func waitIf[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error)) (*loopx.Result[T], error) {
 	if w.Timeout > 0 {
-		return waitFor(ctx, s, goal, w, attempt, waitRefused)
+		return waitFor(ctx, s, goal, w, attempt, waitRefused, nil)
 	}
 	return attempt()
 }

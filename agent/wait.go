@@ -18,6 +18,19 @@ package agent
 // ready --claim) wait; anything else (a malformed request, a version
 // mismatch, an unknown todo, a transient failure) returns at once.
 //
+// A ready --claim wait also ends early, with the answer it has (nothing
+// claimed), when nothing can become ready for the agent: no open todo is
+// ready and every open todo of the goal excludes the agent or is bound to
+// another (none open at all: every todo is closed). Waiting would only
+// end at the deadline with the same answer. (A todo added, or an
+// exclusion lifted, later is not waited for: the agent asks again.) An
+// acquire or claim needs no such rule: a closed todo, an excluded or
+// unregistered agent are refusals that do not wait.
+//
+// Each time a wait goes to sleep it tells WaitOptions.Notify what it waits
+// for (the refusal: who holds the lease and until when; or why each open
+// todo is not ready), so that a person at a terminal sees it.
+//
 // Locally the head is the ref file: the wait wakes on file notifications
 // (gitstore.RefWatch) and reads the ref every second as a fallback (every
 // 100ms without notifications). With a remote, the head is the server's:
@@ -58,6 +71,25 @@ type WaitOptions struct {
 	Stats *WaitStats
 	// Poll overrides the polling intervals (tests and benchmarks).
 	Poll *PollPolicy
+	// Notify, when set, is told what the wait waits for each time it goes
+	// to sleep, and once more when it ends early (Final). It runs on the
+	// waiting goroutine.
+	Notify func(WaitNotice)
+}
+
+// WaitNotice is what a wait waits for.
+type WaitNotice struct {
+	// Refusal is the refusal waited out (acquire, claim): its message
+	// says who holds what, until when.
+	Refusal *lease.Error
+	// Agent and NotReady: for ready --claim, why each open todo is not
+	// ready for Agent (at most lease.MaxNotReady).
+	Agent    string
+	NotReady []lease.NotReady
+	// Deadline is when the wait ends at the latest (the wait's clock).
+	Deadline time.Time
+	// Final: the wait ends now, early: nothing can become ready.
+	Final bool
 }
 
 // WaitStats counts what one waiting request did.
@@ -75,6 +107,9 @@ type WaitStats struct {
 	ExpiryWakes int `json:"expiry_wakes"`
 	// WaitedMS is the time spent waiting, in milliseconds.
 	WaitedMS int64 `json:"waited_ms"`
+	// EndedEarly: the wait ended before its deadline because nothing
+	// could become ready.
+	EndedEarly bool `json:"ended_early,omitempty"`
 }
 
 // PollPolicy is how often a wait looks at the head.
@@ -106,22 +141,40 @@ const expirySlack = 50 * time.Millisecond
 // AcquireWait is Acquire with --wait: while the lease is held by another
 // effective execution or a scope conflicts, it waits (up to w.Timeout).
 func AcquireWait(ctx context.Context, s Store, req lease.AcquireRequest, w WaitOptions) (*loopx.Result[lease.LeaseResult], error) {
-	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.LeaseResult], error) { return s.Acquire(req) }, waitRefused)
+	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.LeaseResult], error) { return s.Acquire(req) }, waitRefused, nil)
 }
 
 // ClaimWait is Claim with --wait (used by `loopx run --claim --wait`).
 func ClaimWait(ctx context.Context, s Store, req lease.ClaimRequest, w WaitOptions) (*loopx.Result[lease.TodoResult], error) {
-	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.TodoResult], error) { return s.Claim(req) }, waitRefused)
+	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.TodoResult], error) { return s.Claim(req) }, waitRefused, nil)
 }
 
 // ReadyClaimWait is ReadyClaim with --wait: while nothing is ready (or the
-// one ready todo cannot be claimed for a waitable reason) it waits.
+// one ready todo cannot be claimed for a waitable reason) it waits; it
+// ends early when nothing can become ready (see the file comment).
 func ReadyClaimWait(ctx context.Context, s Store, req lease.ReadyClaimRequest, w WaitOptions) (*loopx.Result[lease.TodoResult], error) {
+	explain := func(n *WaitNotice) bool {
+		res, err := s.Ready(req.Goal, req.Actor)
+		if err != nil {
+			return false // the next decision says what is wrong
+		}
+		d := res.Data
+		n.Agent, n.NotReady = d.AgentID, d.NotReady
+		return d.Count == 0 && d.NotReadyMore == 0 && !slices.ContainsFunc(d.NotReady, func(t lease.NotReady) bool { return !barred(t) })
+	}
 	return waitFor(ctx, s, req.Goal, w, func() (*loopx.Result[lease.TodoResult], error) { return s.ReadyClaim(req) }, func(res *loopx.Result[lease.TodoResult], err error) bool {
 		if err != nil {
 			return Waitable(err)
 		}
 		return nothingClaimed(res)
+	}, explain)
+}
+
+// barred reports whether a todo that is not ready stays so whatever
+// others do: it excludes the agent, or is bound to another agent.
+func barred(t lease.NotReady) bool {
+	return slices.ContainsFunc(t.Reasons, func(r lease.NotReadyReason) bool {
+		return r.Kind == lease.NotReadyExcluded || r.Kind == lease.NotReadyBound
 	})
 }
 
@@ -138,7 +191,10 @@ func nothingClaimed(res *loopx.Result[lease.TodoResult]) bool {
 // waitFor decides attempt until it is not blocked or the deadline passes
 // (see the file comment). It waits on the store's clock and ends, with the
 // last answer and ctx's error, when ctx does.
-func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error), blocked func(*loopx.Result[T], error) bool) (*loopx.Result[T], error) {
+//
+// explain, when set, fills in why nothing is ready and reports whether
+// nothing can become ready: the wait then ends early with the answer it has.
+func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, attempt func() (*loopx.Result[T], error), blocked func(*loopx.Result[T], error) bool, explain func(*WaitNotice) bool) (*loopx.Result[T], error) {
 	stats := w.Stats
 	if stats == nil {
 		stats = &WaitStats{}
@@ -166,6 +222,21 @@ func waitFor[T any](ctx context.Context, s Store, goal string, w WaitOptions, at
 		stats.Attempts++
 		if !blocked(res, err) || !clk.Now().Before(deadline) {
 			return res, err
+		}
+		if explain != nil || w.Notify != nil {
+			n := WaitNotice{Deadline: deadline}
+			n.Refusal, _ = lease.AsError(err)
+			if explain != nil && explain(&n) {
+				stats.EndedEarly = true
+				if w.Notify != nil {
+					n.Final = true
+					w.Notify(n)
+				}
+				return res, err
+			}
+			if w.Notify != nil {
+				w.Notify(n)
+			}
 		}
 		wake := deadline
 		if d, ok := s.NextExpiry(goal); ok {

@@ -57,6 +57,10 @@ func (s *waitStore) ReadyClaim(lease.ReadyClaimRequest) (*loopx.Result[lease.Tod
 	panic("not used")
 }
 
+func (s *waitStore) Ready(goal, agent string) (*loopx.Result[loopx.ReadyList], error) {
+	panic("not used")
+}
+
 func (s *waitStore) ProbeHead(ctx context.Context) (gitstore.Hash, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

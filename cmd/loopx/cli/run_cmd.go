@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,6 +144,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 			if wait > 0 {
 				stats = e.waitStats()
 				req.Hold.Wait.Stats = stats
+				req.Hold.Wait.Notify = e.waitNotifier()
 			}
 			res, err := agent.Run(context.Background(), s, req)
 			e.reportWait(stats)
@@ -207,6 +209,70 @@ func (e *env) waitStats() *agent.WaitStats {
 	return nil
 }
 
+// waitNotifier says on stderr, in text mode only, what a --wait waits for
+// (who holds the lease and until when; why nothing is ready), each time
+// that changes, and why a wait ended early. Nil in JSON mode: stderr stays
+// quiet for programs.
+func (e *env) waitNotifier() func(agent.WaitNotice) {
+	if e.format != "text" {
+		return nil
+	}
+	last := ""
+	return func(n agent.WaitNotice) {
+		what := waitingFor(n)
+		if n.Final {
+			fmt.Fprintf(safeWriter{e.stderr}, "loopx: not waiting: nothing can become ready for %s: %s\n", orDefault(n.Agent, "anybody"), what)
+			return
+		}
+		if what == last {
+			return
+		}
+		last = what
+		left := max(time.Until(n.Deadline), 0)
+		if left >= time.Second {
+			left = left.Round(time.Second)
+		} else {
+			left = left.Round(10 * time.Millisecond)
+		}
+		fmt.Fprintf(safeWriter{e.stderr}, "loopx: waiting (up to %v more): %s\n", left, what)
+	}
+}
+
+// waitingFor is what a wait notice says a wait waits for, on one line.
+func waitingFor(n agent.WaitNotice) string {
+	if n.Refusal != nil {
+		return flat(n.Refusal.Message)
+	}
+	if len(n.NotReady) == 0 {
+		if n.Final {
+			return "no todo of the goal is open"
+		}
+		return "nothing is ready for " + orDefault(n.Agent, "anybody")
+	}
+	const shown = 3
+	var parts []string
+	for i, t := range n.NotReady {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(n.NotReady)-shown))
+			break
+		}
+		var why []string
+		for _, r := range t.Reasons {
+			w := notReadyText(r)
+			if r.ExpiresAt != nil {
+				w += " until " + r.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			why = append(why, w)
+		}
+		parts = append(parts, t.TodoID+" "+strings.Join(why, ", "))
+	}
+	prefix := "nothing is ready for " + orDefault(n.Agent, "anybody") + ": "
+	if n.Final {
+		prefix = ""
+	}
+	return prefix + strings.Join(parts, "; ")
+}
+
 // reportWait prints what a --wait did on stderr, when asked to.
 func (e *env) reportWait(st *agent.WaitStats) {
 	if st == nil {
@@ -225,7 +291,7 @@ func (e *env) runWait(d time.Duration, fn func(s *loopx.Store, w agent.WaitOptio
 	st := e.waitStats()
 	defer e.reportWait(st)
 	return e.run(func(s *loopx.Store) (loopx.Reply, error) {
-		return fn(s, agent.WaitOptions{Timeout: d, Stats: st})
+		return fn(s, agent.WaitOptions{Timeout: d, Stats: st, Notify: e.waitNotifier()})
 	})
 }
 

@@ -92,6 +92,17 @@ func todoReadyCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ready",
 		Short: "List the todos an agent may take now; --claim takes the first one atomically",
+		Long: `ready lists the todos an agent may take now, highest priority first, and
+why each other open todo is not ready (not_ready: claimed, held by a lease,
+dependencies open, a required scope overlapping another todo's lease,
+excluded, bound to another agent).
+
+--claim claims the first one atomically. With --wait, while nothing is ready
+it waits (up to the duration), waking when the state ref moves or a holder
+expires; in text mode it says on stderr what it waits for. It ends early,
+answering "nothing claimed", when nothing can become ready for the agent:
+every todo of the goal is closed, or every open one excludes the agent or is
+bound to another.`,
 		Example: "  loopx todo ready --agent-id agent-a\n" +
 			"  loopx todo ready --agent-id agent-a --claim --claim-ttl-minutes 30",
 		Args: noArgs,
@@ -118,7 +129,7 @@ func todoReadyCmd(e *env) *cobra.Command {
 	f.Int64Var(&req.ClaimTTLMinutes, "claim-ttl-minutes", 0, "with --claim: the claim expires after this many minutes")
 	f.StringVar(&req.LeaseKey, "task-lease-idempotency-key", "", "with --claim: also acquire the task lease with this execution key")
 	f.Int64Var(&req.LeaseTTLSeconds, "ttl-seconds", 0, "with --task-lease-idempotency-key: lease TTL")
-	f.DurationVar(&wait, "wait", 0, "with --claim: while nothing is ready, wait up to this long (e.g. 5m)")
+	f.DurationVar(&wait, "wait", 0, "with --claim: while nothing is ready, wait up to this long (e.g. 5m); ends early when nothing can become ready")
 	pageFlags(c, &page)
 	return c
 }
