@@ -3,6 +3,7 @@ package loopx_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +22,23 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LOOPX_TEST_CLI") == "1" {
 		os.Exit(cli.Main())
 	}
+	flag.Parse()
+	parallelWaiters()
 	os.Exit(m.Run())
+}
+
+// parallelWaiters lets four of this package's parallel tests run at once
+// (go test's default is one per core) unless -parallel was given: most of
+// them spend their time waiting, on a git daemon killed and restarted, a
+// server's ref lock held for 10 s, a lease's expiry, other processes, so two
+// at a time left a 2-core machine mostly idle while the package took the
+// longest of the suite.
+func parallelWaiters() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", "4")
+	}
 }
 
 // result is what one loopx process printed and how it exited.
