@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -476,6 +477,12 @@ func CheckStrictJSON(data []byte) error {
 				stack[n-1].keys[t] = true
 				stack[n-1].wantKey = false
 				valueEnds = false
+			}
+		case json.Number:
+			// encoding/json refuses a number beyond float64's range when it
+			// decodes into an interface (and beyond an int's in a field).
+			if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+				return fmt.Errorf("the number %.40s is out of range", string(t))
 			}
 		}
 		if valueEnds {

@@ -93,6 +93,7 @@ func TestDecodeRequestStrict(t *testing.T) {
 		{name: "duplicate schema", in: `{"schema":"loopx.todo.add/v1","schema":"loopx.todo.add/v1","text":"x"}`, msg: `the key "schema" appears twice`},
 		{name: "duplicate nested key", in: `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","idempotency_key":"j","expected_version":3}}`, msg: `the key "idempotency_key" appears twice`},
 		{name: "same key in two objects", in: `{"schema":"loopx.todo.complete/v1","todo_id":"todo_abc","task_lease":{"idempotency_key":"k","expected_version":3},"note":"todo_id"}`},
+		{name: "number out of range", in: `{"schema":"loopx.todo.add/v1","text":"x","priority":1e999}`, msg: "the number 1e999 is out of range"},
 		{name: "invalid utf-8", in: "{\"schema\":\"loopx.todo.add/v1\",\"text\":\"caf\xe9\"}", msg: "not valid UTF-8"},
 		{name: "no schema", in: `{"text":"x"}`, field: "schema", msg: "names no schema"},
 		{name: "schema type", in: `{"schema":1}`, field: "schema", msg: "must be a string"},
