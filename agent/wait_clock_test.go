@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,12 +90,24 @@ func (s *waitStore) release() {
 type fakeWatch struct {
 	c      chan struct{}
 	native bool
-	closed bool
+	closed atomic.Bool // set by the loop's goroutine
 }
 
 func (w *fakeWatch) Changed() <-chan struct{} { return w.c }
 func (w *fakeWatch) Native() bool             { return w.native }
-func (w *fakeWatch) Close() error             { w.closed = true; return nil }
+func (w *fakeWatch) Close() error             { w.closed.Store(true); return nil }
+
+// closedSoon reports whether the loop closes w once it has ended: its
+// goroutine closes the watch on the way out, after the answer the test
+// already has.
+func (w *fakeWatch) closedSoon() bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if w.closed.Load() {
+			return true
+		}
+	}
+	return false
+}
 
 // testPoll is a polling policy without randomness: local reads every 1s
 // (100ms without notifications), remote polls from 200ms doubling to 1s,
@@ -178,7 +191,7 @@ func TestWaitWakesOnANotifiedRefChange(t *testing.T) {
 	if st := r.stats; st.Attempts != 2 || st.Notifications != 1 || st.Changes != 1 || st.ExpiryWakes != 0 || st.WaitedMS != 1010 {
 		t.Fatalf("stats %+v", st)
 	}
-	if !s.watch.closed {
+	if !s.watch.closedSoon() {
 		t.Fatal("the watch was left open")
 	}
 }
