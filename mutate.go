@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/internal/records"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
@@ -133,6 +135,7 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outco
 	if err := s.remote.CheckOfflineWork(); err != nil {
 		return nil, nil, err
 	}
+	start := clock.Or(s.opts.Clock).Now()
 	var last attempt
 	tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
 		last = s.decide(sn, call)
@@ -146,14 +149,14 @@ func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outco
 	}
 	if err != nil {
 		err = s.annotateErr(storeerr.Map(err))
-		s.txStats(call, tx, "", err)
+		s.txStats(call, tx, start, "", err)
 		return nil, nil, err
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
 	s.derived.MaybePrune()
-	s.txStats(call, tx, last.out.Status, nil)
+	s.txStats(call, tx, start, last.out.Status, nil)
 	return s.report(last, tx), last.out, nil
 }
 
@@ -170,15 +173,21 @@ type TxStats struct {
 	// empty for a refusal or failure, whose contract code Code is.
 	Status string     `json:"status,omitempty"`
 	Code   lease.Code `json:"code,omitempty"`
+	// MS is how long the transaction took, in milliseconds to a tenth, on
+	// the store's clock (Options.Clock): reading the head, deciding,
+	// committing and, with a remote, fetching and pushing, retries
+	// included; not the process's start.
+	MS float64 `json:"ms"`
 }
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade
 // run first on the way is reported by itself, as its own transaction.
-func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, status string, err error) {
+func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, status string, err error) {
 	if s.opts.TxStats == nil {
 		return
 	}
-	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status}
+	ms := math.Round(float64(clock.Or(s.opts.Clock).Since(start))/float64(time.Millisecond)*10) / 10
+	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status, MS: ms}
 	if err != nil {
 		st.Code = lease.CodeStoreIO
 		if le, ok := lease.AsError(err); ok {
