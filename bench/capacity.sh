@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Capacity of one Git server: N agents, each holding a task lease with
+# `loopx run --ttl-seconds TTL` (renewed about every TTL/3) on a new todo
+# every PERIOD seconds (acquire, hold, release), all through one
+# `git daemon` behind a Toxiproxy adding LATENCY_MS each way, for DURATION
+# seconds per N (DURATION/PERIOD cycles per agent). Each agent has its own
+# clone; agents start spread over one period, as agents that do not start in
+# step, so one N takes DURATION plus up to one PERIOD.
+#
+# Per N it reports: mutations per second (all agents, over the whole span,
+# staggered start and end included), p50/p99 of each
+# operation of the loop (acquire, renew, release: the store call as
+# `loopx run` times it under LOOPX_TX_STATS=1), lost compare-and-swaps per
+# update, renewals that failed transiently (retried), leases lost (a run
+# that exited 4: a renewal refused, or none succeeded in time; the number
+# that must stay 0), and the CPU seconds of the clients (every loopx and
+# git process of the agents), of the server (git daemon and what it
+# forked) and of the proxy, with each as a share of the machine's cores.
+# It writes OUT/capacity.tsv and draws OUT/capacity.png (bench/capplot,
+# the standard library's image/png).
+#
+#   NS="8 16 32 64 128" DURATION=600 PERIOD=60 TTL=60 LATENCY_MS=25 \
+#     OUT=bench/capacity bash bench/capacity.sh [loopx binary]
+#
+# A short run: NS="4 8" DURATION=60 bash bench/capacity.sh
+#
+# Toxiproxy (v2.5.0) is built with `go install` into a temporary GOBIN: it is
+# no dependency of loopx's module. Needs git, go, jq.
+set -euo pipefail
+NS=${NS:-"8 16 32 64 128"}
+DURATION=${DURATION:-600}
+PERIOD=${PERIOD:-60}
+TTL=${TTL:-60}
+LATENCY_MS=${LATENCY_MS:-25}
+TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-v2.5.0}
+root=${SRC:-$(cd "$(dirname "$0")/.." && pwd)} # SRC: the source tree, when this script runs from a copy
+OUT=${OUT:-$root/bench/capacity}
+work=$(mktemp -d)
+pids_to_stop=()
+cleanup() {
+  for p in "${pids_to_stop[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for tool in git go jq; do
+  command -v "$tool" >/dev/null || { echo "capacity.sh needs $tool" >&2; exit 2; }
+done
+mkdir -p "$OUT" "$work/bin"
+
+echo "# building loopx, the plot and Toxiproxy $TOXIPROXY_VERSION" >&2
+if [ -n "${1:-}" ]; then
+  loopx=$1
+else
+  (cd "$root" && go build -o "$work/bin/loopx" ./cmd/loopx)
+  loopx="$work/bin/loopx"
+fi
+(cd "$root" && go build -o "$work/bin/capplot" ./bench/capplot)
+GOBIN="$work/bin" GOFLAGS= go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" \
+  "github.com/Shopify/toxiproxy/v2/cmd/cli@$TOXIPROXY_VERSION"
+
+export LOOPX_FORMAT=json LOOPX_LOCK_TIMEOUT=120s GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 \
+  GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+
+# free_port: a TCP port nobody listens on (a guess, checked).
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 20000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+# wait_port P: until something listens on P (10 s at most).
+wait_port() {
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "capacity.sh: nothing listens on port $1" >&2
+  return 1
+}
+
+# The server, and the proxy in front of it.
+daemon_port=$(free_port)
+mkdir -p "$work/srv"
+# git-daemon itself (not the `git` that would run it as a child), so that
+# its /proc CPU counts the connections it forked and reaped.
+"$(git --exec-path)/git-daemon" --reuseaddr --export-all --enable=receive-pack --base-path="$work/srv" \
+  --listen=127.0.0.1 --port="$daemon_port" "$work/srv" 2>"$work/daemon.log" &
+daemon_pid=$!
+pids_to_stop+=("$daemon_pid")
+wait_port "$daemon_port"
+api_port=$(free_port)
+"$work/bin/server" -host 127.0.0.1 -port "$api_port" >"$work/toxiproxy.log" 2>&1 &
+proxy_pid=$!
+pids_to_stop+=("$proxy_pid")
+wait_port "$api_port"
+proxy_port=$(free_port)
+toxi() { "$work/bin/cli" --host "http://127.0.0.1:$api_port" "$@" >/dev/null; }
+toxi create --listen "127.0.0.1:$proxy_port" --upstream "127.0.0.1:$daemon_port" gitd
+toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --upstream --toxicName lat_up gitd
+toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --downstream --toxicName lat_down gitd
+wait_port "$proxy_port"
+
+# cpu_ticks PID [children]: user+system clock ticks of a process (and, with
+# "children", of its waited-for descendants) from /proc/PID/stat.
+cpu_ticks() {
+  local f
+  read -ra f <<<"$(sed 's/^.*) //' "/proc/$1/stat")"
+  # fields after "(comm) ": state is f[0], utime f[11], stime f[12], cutime f[13], cstime f[14]
+  if [ "${2:-}" = children ]; then
+    echo $((f[11] + f[12] + f[13] + f[14]))
+  else
+    echo $((f[11] + f[12]))
+  fi
+}
+hz=$(getconf CLK_TCK)
+cores=$(nproc)
+
+# setup N: the store with goal g, agents a0..a(N-1) and `cycles` todos each,
+# made in one local repository and pushed to the server; then a clone per
+# agent through the proxy.
+setup() {
+  local n=$1 cycles=$2 d="$work/n$1" i c url
+  mkdir -p "$d"
+  mkdir -p "$d/seed"
+  "$loopx" --repo "$d/seed" init >/dev/null
+  "$loopx" --repo "$d/seed" goal create --goal-id g >/dev/null
+  for ((i = 0; i < n; i++)); do
+    "$loopx" --repo "$d/seed" agent register --goal-id g --agent-id "a$i" >/dev/null
+    for ((c = 0; c < cycles; c++)); do
+      "$loopx" --repo "$d/seed" todo add --goal-id g --todo-id "todo_a${i}_c$c" --text "agent $i, cycle $c" >/dev/null
+    done
+  done
+  git init -q --bare "$work/srv/n$n.git"
+  git -C "$d/seed" push -q "$work/srv/n$n.git" 'refs/loopx/*:refs/loopx/*'
+  url="git://127.0.0.1:$proxy_port/n$n.git"
+  for ((i = 0; i < n; i++)); do
+    git clone -q "$url" "$d/c$i" 2>/dev/null
+    "$loopx" --repo "$d/c$i" init --remote origin >/dev/null
+  done
+}
+
+# agent N I CYCLES: agent I's cycles, after its share of one period (agents
+# start spread over a period): each a run holding a new todo's lease for
+# PERIOD seconds, then releasing it.
+agent() {
+  local n=$1 i=$2 cycles=$3 d="$work/n$1" c rc
+  sleep "$(echo "$i * $PERIOD / $n" | bc -l)"
+  for ((c = 0; c < cycles; c++)); do
+    rc=0
+    LOOPX_TX_STATS=1 "$loopx" --repo "$d/c$i" --goal-id g run --todo-id "todo_a${i}_c$c" --owner "a$i" \
+      --idempotency-key "k$c" --ttl-seconds "$TTL" --write-scope "w$i/**" -- sleep "$PERIOD" \
+      >>"$d/stdout.$i" 2>>"$d/stderr.$i" || rc=$?
+    echo "$rc" >>"$d/rc.$i"
+  done
+}
+
+# pct P FILE: the P-quantile (0..1) of the numbers in FILE ("-" when empty).
+pct() {
+  sort -n "$2" | awk -v p="$1" '{a[NR]=$1} END {if (NR == 0) {print "-"; exit} i=int(NR*p+0.5); if (i<1) i=1; if (i>NR) i=NR; printf "%.0f", a[i]}'
+}
+
+tsv="$OUT/capacity.tsv"
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $(git --version), Toxiproxy $TOXIPROXY_VERSION adding ${LATENCY_MS} ms each way;"
+  echo "# per agent: loopx run --ttl-seconds $TTL on a new todo every ${PERIOD}s; ${DURATION}s per N; latencies in ms; cpu in seconds (share of $cores cores)"
+  printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_retries\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\n'
+} >"$tsv"
+cat "$tsv" >&2
+for n in $NS; do
+  cycles=$(((DURATION + PERIOD - 1) / PERIOD))
+  echo "# N=$n: setting up ($cycles todos per agent; load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  setup "$n" "$cycles"
+  d="$work/n$n"
+  client0=$(cpu_ticks $$ children)
+  server0=$(cpu_ticks "$daemon_pid" children)
+  proxy0=$(cpu_ticks "$proxy_pid")
+  start=$EPOCHREALTIME
+  pids=()
+  for ((i = 0; i < n; i++)); do
+    agent "$n" "$i" "$cycles" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  end=$EPOCHREALTIME
+  client1=$(cpu_ticks $$ children)
+  server1=$(cpu_ticks "$daemon_pid" children)
+  proxy1=$(cpu_ticks "$proxy_pid")
+  secs=$(echo "(${end/./} - ${start/./}) / 1000000" | bc -l)
+  cat "$d"/stderr.* >"$d/stderr"
+  for op in acquire renew release; do
+    sed -n "s/^loopx: tx: {\"op\":\"$op\",\"attempts\".*\"ms\":\([0-9.]*\)}.*/\1/p" "$d/stderr" >"$d/ms.$op"
+  done
+  muts=$(grep -c '^loopx: tx: {"op":"[a-z]*","attempts"' "$d/stderr" || true)
+  lost=$(sed -n 's/^loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
+  retries=$(grep -c '^loopx: tx: {"op":"renew","error"' "$d/stderr" || true)
+  leases_lost=$(cat "$d"/rc.* | grep -c '^4$' || true)
+  client=$(((client1 - client0)))
+  server=$(((server1 - server0)))
+  proxy=$(((proxy1 - proxy0)))
+  printf '%s\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n' \
+    "$n" "$secs" "$muts" "$(echo "$muts / $secs" | bc -l)" \
+    "$(pct 0.5 "$d/ms.acquire")" "$(pct 0.99 "$d/ms.acquire")" \
+    "$(pct 0.5 "$d/ms.renew")" "$(pct 0.99 "$d/ms.renew")" \
+    "$(pct 0.5 "$d/ms.release")" "$(pct 0.99 "$d/ms.release")" \
+    "$(echo "$lost / ($muts + 0.000001)" | bc -l)" "$retries" "$leases_lost" \
+    "$(echo "$client / $hz" | bc -l)" "$(echo "100 * $client / $hz / $secs / $cores" | bc -l)" \
+    "$(echo "$server / $hz" | bc -l)" "$(echo "100 * $server / $hz / $secs / $cores" | bc -l)" \
+    "$(echo "$proxy / $hz" | bc -l)" | tee -a "$tsv" >&2
+  if [ "$leases_lost" != 0 ] || grep -q '"error"' "$d/stderr"; then
+    echo "  errors: $(grep -ho '"op":"[a-z]*","error":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
+    echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
+  fi
+  # This N's clones and server repository are no longer needed.
+  rm -rf "$d" "$work/srv/n$n.git"
+done
+"$work/bin/capplot" -in "$tsv" -out "$OUT/capacity.png"
+echo "# wrote $tsv and $OUT/capacity.png" >&2
