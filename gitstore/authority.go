@@ -103,19 +103,39 @@ type Remote struct {
 
 	mu    sync.Mutex
 	known Hash // the head this process last published: an optimistic guess
+	// guessed is the guess handed to the transaction in progress (zero:
+	// none); stale records that the last guess lost its compare-and-swap.
+	guessed Hash
+	stale   bool
 }
 
+// head is the head to decide on. The first attempt of a transaction
+// decides on the head this process last published, without asking the
+// server, while that guess keeps proving right: a writer alone on its
+// server saves the fetch's round trip. A guess that lost its
+// compare-and-swap cost a push for nothing (through a busy server the head
+// moves between two renewals of a held lease, 20 s apart), so after one
+// the transactions fetch first, until a fetch finds the server's head
+// still at the head this process last published: the guess would have
+// held, so guessing resumes.
 func (r *Remote) head(ctx context.Context, s *Store, attempt int) (Hash, bool, error) {
 	r.mu.Lock()
-	guess := r.known
-	r.known = ZeroHash
-	r.mu.Unlock()
-	if attempt == 1 && !guess.IsZero() && s.hasCommit(guess) {
+	guess, stale := r.known, r.stale
+	r.known, r.guessed = ZeroHash, ZeroHash
+	if attempt == 1 && !guess.IsZero() && !stale && s.hasCommit(guess) {
+		r.guessed = guess
+		r.mu.Unlock()
 		return guess, true, nil
 	}
+	r.mu.Unlock()
 	h, err := s.Fetch(ctx, r.Name)
 	if err != nil {
 		return ZeroHash, false, err
+	}
+	if attempt == 1 && stale && !guess.IsZero() && h == guess {
+		r.mu.Lock()
+		r.stale = false
+		r.mu.Unlock()
 	}
 	if r.OnHead != nil {
 		r.OnHead(h, false)
@@ -134,6 +154,13 @@ func (r *Remote) publish(ctx context.Context, s *Store, expected Hash, pr *prepa
 		return err
 	}
 	if err := s.Push(ctx, r.Name, expected, pr.head); err != nil {
+		if errors.Is(err, ErrConflict) {
+			r.mu.Lock()
+			if !r.guessed.IsZero() && r.guessed == expected {
+				r.stale = true
+			}
+			r.mu.Unlock()
+		}
 		return err
 	}
 	r.mu.Lock()
