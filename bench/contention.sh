@@ -9,7 +9,8 @@
 # Each agent runs CYCLES cycles (3 mutations each) or until the time bound.
 # Prints per mode and N: mutations per second (all agents), p50 / p99 / max
 # latency of one mutation (one loopx process), lost compare-and-swaps per
-# update (LOOPX_TX_STATS=1), the mutations that failed (gave up), the
+# update (LOOPX_TX_STATS=1), in daemon mode the connections to the server per
+# mutation (git daemon --verbose), the mutations that failed (gave up), the
 # slowest and fastest agents' finish times (starvation), and the single-agent
 # rate it is compared with (rate_vs_1).
 #
@@ -112,7 +113,7 @@ port=
 for mode in $modes; do
   if [ "$mode" = daemon ] && [ -z "$daemon_pid" ]; then
     port=$((20000 + RANDOM % 20000))
-    git daemon --reuseaddr --export-all --enable=receive-pack --base-path="$work" \
+    git daemon --verbose --reuseaddr --export-all --enable=receive-pack --base-path="$work" \
       --listen=127.0.0.1 --port="$port" "$work" 2>"$work/daemon.log" &
     daemon_pid=$!
     for _ in $(seq 50); do
@@ -124,12 +125,13 @@ for mode in $modes; do
 done
 
 echo "# $(nproc) cores, $cycles cycles (3 mutations each) per agent, bound ${bound}s; $("$loopx" version | jq -r .version)"
-printf '%-7s %6s %8s %8s %8s %9s %9s %6s %10s %10s %9s\n' mode agents ops/s p50_ms p99_ms max_ms lost/upd failed slowest_s fastest_s rate_vs_1
+printf '%-7s %6s %8s %8s %8s %9s %9s %9s %6s %10s %10s %9s\n' mode agents ops/s p50_ms p99_ms max_ms lost/upd conns/upd failed slowest_s fastest_s rate_vs_1
 for mode in $modes; do
   single=
   for n in $agents; do
     mapfile -t repos < <(setup "$mode" "$n")
     rm -f "$work"/lat.* "$work"/lost.* "$work"/err.* "$work"/done.*
+    conns0=$(grep -c 'Connection from' "$work/daemon.log" 2>/dev/null || true)
     start=$EPOCHREALTIME
     deadline=$((${start%.*} + bound))
     pids=()
@@ -139,6 +141,10 @@ for mode in $modes; do
     done
     wait "${pids[@]}" # not the daemon
     end=$EPOCHREALTIME
+    conns=-
+    if [ "$mode" = daemon ]; then
+      conns=$(printf '%.2f' "$(echo "($(grep -c 'Connection from' "$work/daemon.log" || true) - $conns0) / ($(cat "$work"/lat.* | wc -l) + 0.000001)" | bc -l)")
+    fi
     elapsed_us=$((${end/./} - ${start/./}))
     total=$(cat "$work"/lat.* | wc -l)
     failed=$( (cat "$work"/err.* 2>/dev/null || true) | grep -c '^exit' || true)
@@ -150,8 +156,8 @@ for mode in $modes; do
     vs=-
     [ -n "$single" ] && vs=$(printf '%.2f' "$(echo "$rate / $single" | bc -l)")
     fin=$(cat "$work"/done.* | sort -n)
-    printf '%-7s %6s %8.1f %8s %8s %8s %9.2f %6s %10.1f %10.1f %9s\n' "$mode" "$n" "$rate" "$(pct 0.50)" "$(pct 0.99)" "$(pct 1.0)" \
-      "$(echo "$lost / ($total + 0.000001)" | bc -l)" "$failed" "$(echo "$(tail -1 <<<"$fin") / 1000000" | bc -l)" \
+    printf '%-7s %6s %8.1f %8s %8s %8s %9.2f %9s %6s %10.1f %10.1f %9s\n' "$mode" "$n" "$rate" "$(pct 0.50)" "$(pct 0.99)" "$(pct 1.0)" \
+      "$(echo "$lost / ($total + 0.000001)" | bc -l)" "$conns" "$failed" "$(echo "$(tail -1 <<<"$fin") / 1000000" | bc -l)" \
       "$(echo "$(head -1 <<<"$fin") / 1000000" | bc -l)" "$vs"
     if [ "$failed" != 0 ]; then
       echo "  first failure: $(cat "$work"/err.* | head -3 | tr '\n' ' ' | cut -c1-300)"
