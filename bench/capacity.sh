@@ -15,7 +15,8 @@
 # that exited 4: a renewal refused, or none succeeded in time; the number
 # that must stay 0), and the CPU seconds of the clients (every loopx and
 # git process of the agents), of the server (git daemon and what it
-# forked) and of the proxy, with each as a share of the machine's cores.
+# forked) and of the proxy, with each as a share of the machine's cores, and
+# the machine's 5-minute load average at the end (other work shares it).
 # It writes OUT/capacity.tsv and draws OUT/capacity.png (bench/capplot,
 # the standard library's image/png).
 #
@@ -134,9 +135,11 @@ setup() {
   done
   git init -q --bare "$work/srv/n$n.git"
   git -C "$d/seed" push -q "$work/srv/n$n.git" 'refs/loopx/*:refs/loopx/*'
+  # Cloned by path (quicker), then pointed at the server through the proxy.
   url="git://127.0.0.1:$proxy_port/n$n.git"
   for ((i = 0; i < n; i++)); do
-    git clone -q "$url" "$d/c$i" 2>/dev/null
+    git clone -q "$work/srv/n$n.git" "$d/c$i" 2>/dev/null
+    git -C "$d/c$i" remote set-url origin "$url"
     "$loopx" --repo "$d/c$i" init --remote origin >/dev/null
   done
 }
@@ -165,7 +168,7 @@ tsv="$OUT/capacity.tsv"
 {
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $(git --version), Toxiproxy $TOXIPROXY_VERSION adding ${LATENCY_MS} ms each way;"
   echo "# per agent: loopx run --ttl-seconds $TTL on a new todo every ${PERIOD}s; ${DURATION}s per N; latencies in ms; cpu in seconds (share of $cores cores)"
-  printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_retries\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\n'
+  printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_retries\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\tloadavg_5m\n'
 } >"$tsv"
 cat "$tsv" >&2
 for n in $NS; do
@@ -199,7 +202,7 @@ for n in $NS; do
   client=$(((client1 - client0)))
   server=$(((server1 - server0)))
   proxy=$(((proxy1 - proxy0)))
-  printf '%s\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n' \
+  printf '%s\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\n' \
     "$n" "$secs" "$muts" "$(echo "$muts / $secs" | bc -l)" \
     "$(pct 0.5 "$d/ms.acquire")" "$(pct 0.99 "$d/ms.acquire")" \
     "$(pct 0.5 "$d/ms.renew")" "$(pct 0.99 "$d/ms.renew")" \
@@ -207,7 +210,7 @@ for n in $NS; do
     "$(echo "$lost / ($muts + 0.000001)" | bc -l)" "$retries" "$leases_lost" \
     "$(echo "$client / $hz" | bc -l)" "$(echo "100 * $client / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$server / $hz" | bc -l)" "$(echo "100 * $server / $hz / $secs / $cores" | bc -l)" \
-    "$(echo "$proxy / $hz" | bc -l)" | tee -a "$tsv" >&2
+    "$(echo "$proxy / $hz" | bc -l)" "$(cut -d' ' -f2 /proc/loadavg)" | tee -a "$tsv" >&2
   if [ "$leases_lost" != 0 ] || grep -q '"error"' "$d/stderr"; then
     echo "  errors: $(grep -ho '"op":"[a-z]*","error":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
     echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
