@@ -85,8 +85,10 @@ wait_port() {
 daemon_port=$(free_port)
 mkdir -p "$work/srv"
 # git-daemon itself (not the `git` that would run it as a child), so that
-# its /proc CPU counts the connections it forked and reaped.
-"$(git --exec-path)/git-daemon" --reuseaddr --export-all --enable=receive-pack --base-path="$work/srv" \
+# its /proc CPU counts the connections it forked and reaped. Its default
+# limit of 32 connections at once (beyond it, it closes some) is an
+# operator's setting: raised, so that the server's capacity is measured.
+"$(git --exec-path)/git-daemon" --max-connections=512 --reuseaddr --export-all --enable=receive-pack --base-path="$work/srv" \
   --listen=127.0.0.1 --port="$daemon_port" "$work/srv" 2>"$work/daemon.log" &
 daemon_pid=$!
 pids_to_stop+=("$daemon_pid")
