@@ -11,7 +11,8 @@
 # staggered start and end included), p50/p99 of each
 # operation of the loop (acquire, renew, release: the store call as
 # `loopx run` times it under LOOPX_TX_STATS=1), lost compare-and-swaps per
-# update, renewals that failed transiently (retried), leases lost (a run
+# update, renewals answered with an error (transient ones are retried; a
+# refusal or a late one loses the lease), leases lost (a run
 # that exited 4: a renewal refused, or none succeeded in time; the number
 # that must stay 0), and the CPU seconds of the clients (every loopx and
 # git process of the agents), of the server (git daemon and what it
@@ -170,7 +171,7 @@ tsv="$OUT/capacity.tsv"
 {
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $(git --version), Toxiproxy $TOXIPROXY_VERSION adding ${LATENCY_MS} ms each way;"
   echo "# per agent: loopx run --ttl-seconds $TTL on a new todo every ${PERIOD}s; ${DURATION}s per N; latencies in ms; cpu in seconds (share of $cores cores)"
-  printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_retries\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\tloadavg_5m\n'
+  printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_errors\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\tloadavg_5m\n'
 } >"$tsv"
 cat "$tsv" >&2
 for n in $NS; do
