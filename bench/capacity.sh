@@ -196,11 +196,11 @@ for n in $NS; do
   secs=$(echo "(${end/./} - ${start/./}) / 1000000" | bc -l)
   cat "$d"/stderr.* >"$d/stderr"
   for op in acquire renew release; do
-    sed -n "s/^loopx: tx: {\"op\":\"$op\",\"attempts\".*\"ms\":\([0-9.]*\)}.*/\1/p" "$d/stderr" >"$d/ms.$op"
+    sed -n "s/^loopx: tx: {.*\"operation\":\"task-lease.$op\",\"status\".*\"ms\":\([0-9.]*\)}.*/\1/p" "$d/stderr" >"$d/ms.$op"
   done
-  muts=$(grep -c '^loopx: tx: {"op":"[a-z]*","attempts"' "$d/stderr" || true)
+  muts=$(grep -c '^loopx: tx: {.*"status":' "$d/stderr" || true)
   lost=$(sed -n 's/^loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
-  retries=$(grep -c '^loopx: tx: {"op":"renew","error"' "$d/stderr" || true)
+  retries=$(grep -c '^loopx: tx: {.*"operation":"task-lease.renew","code"' "$d/stderr" || true)
   leases_lost=$(cat "$d"/rc.* | grep -c '^4$' || true)
   client=$(((client1 - client0)))
   server=$(((server1 - server0)))
@@ -214,8 +214,8 @@ for n in $NS; do
     "$(echo "$client / $hz" | bc -l)" "$(echo "100 * $client / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$server / $hz" | bc -l)" "$(echo "100 * $server / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$proxy / $hz" | bc -l)" "$(cut -d' ' -f2 /proc/loadavg)" | tee -a "$tsv" >&2
-  if [ "$leases_lost" != 0 ] || grep -q '"error"' "$d/stderr"; then
-    echo "  errors: $(grep -ho '"op":"[a-z]*","error":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
+  if [ "$leases_lost" != 0 ] || grep -q '^loopx: tx: {.*"code"' "$d/stderr"; then
+    echo "  errors: $(grep -ho '"operation":"[a-z.-]*","code":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
     echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
   fi
   # This N's clones and server repository are no longer needed.
