@@ -62,6 +62,7 @@ var floors = []struct {
 	{"internal/clock", nil},
 	{"bench/scalebench", nil},
 	{"bench/gogitfloor", nil},
+	{"bench/capplot", nil},
 }
 
 // TestImportsPointDown: each package's imports are allowed by its row, and
