@@ -125,17 +125,7 @@ func (s *Store) RevList(include, exclude []Hash, notRemoteTracking bool) ([]Hash
 	if err != nil {
 		return nil, err
 	}
-	var hs []Hash
-	for _, line := range strings.Split(string(out), "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		if !isHexHash(line) {
-			return nil, fmt.Errorf("gitstore: git rev-list printed %q", truncate(line, 80))
-		}
-		hs = append(hs, ParseHash(line))
-	}
-	return hs, nil
+	return parseRevList(out)
 }
 
 // RevListNew returns the commits reachable from include and from none of
@@ -182,17 +172,7 @@ func (s *Store) RevListNew(include []Hash, counts func(ref string) bool) ([]Hash
 	if err != nil {
 		return nil, fmt.Errorf("gitstore: git rev-list --stdin: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	var hs []Hash
-	for _, line := range strings.Split(string(list), "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		if !isHexHash(line) {
-			return nil, fmt.Errorf("gitstore: git rev-list printed %q", truncate(line, 80))
-		}
-		hs = append(hs, ParseHash(line))
-	}
-	return hs, nil
+	return parseRevList(list)
 }
 
 func isHexHash(s string) bool {
@@ -408,4 +388,19 @@ func (sn *Snapshot) DirHash(dir string) (Hash, error) {
 		return ZeroHash, err
 	}
 	return e.hash, nil
+}
+
+// parseRevList reads the hashes git rev-list printed, one per line.
+func parseRevList(out []byte) ([]Hash, error) {
+	var hs []Hash
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if !isHexHash(line) {
+			return nil, fmt.Errorf("gitstore: git rev-list printed %q", truncate(line, 80))
+		}
+		hs = append(hs, ParseHash(line))
+	}
+	return hs, nil
 }
