@@ -15,12 +15,12 @@ import (
 // todo's blob up in the record cache (loaded whole: 1.4 MB) and sorted
 // them, to print them: most of its time. The listing is kept in
 // <common dir>/loopx-cache/list-<hex goal>, tagged with the state revision
-// it reflects (lease.Listing's encoding: each todo's record behind its
-// length, so that a page, or a whole list written straight into its
-// views, decodes only what it shows; a process decodes every todo only
-// for a filter, ready, or a catch-up), and brought up to the revision listed from the tree diff of
+// it reflects, and brought up to the revision listed from the tree diff of
 // the goal's todos and leases folders (gitstore.DiffHashes: equal subtrees
-// are never read), reading only the records that changed. It is derived
+// are never read), reading only the records that changed. Its encoding
+// (lease.Listing) puts each todo's record behind its length: a page, or a
+// whole list written straight into its views, decodes only what it shows;
+// every todo is decoded only for a filter, ready or a catch-up. It is derived
 // data with a checksum: when it is missing, damaged, more than
 // listingCatchUp records behind, or meets a record that does not decode,
 // it is rebuilt from every record (or, for a damaged record, not offered:
