@@ -59,23 +59,43 @@ type Page struct {
 }
 
 // paged is the page of todos p asks for, and the paging fields of the
-// result when a page was asked for (nil otherwise): every todo that
-// matched (total) and, when more follow, where the next page starts.
+// result when a page was asked for (nil otherwise).
 func (p Page) paged(todos []*lease.Todo) ([]*lease.Todo, *PageInfo, error) {
-	if p.Limit < 0 || p.Offset < 0 {
-		return nil, nil, lease.Errorf(lease.CodeInvalidRequest, "a page's limit and offset must not be negative")
+	if err := p.check(); err != nil {
+		return nil, nil, err
 	}
-	if p.Limit == 0 && p.Offset == 0 {
+	info := p.info(len(todos))
+	if info == nil {
 		return todos, nil, nil
 	}
-	info := &PageInfo{Total: len(todos)}
 	todos = todos[min(p.Offset, len(todos)):]
 	if p.Limit > 0 && len(todos) > p.Limit {
 		todos = todos[:p.Limit]
-		next := min(p.Offset, info.Total) + p.Limit
-		info.NextOffset = &next
 	}
 	return todos, info, nil
+}
+
+// check refuses a negative limit or offset.
+func (p Page) check() error {
+	if p.Limit < 0 || p.Offset < 0 {
+		return lease.Errorf(lease.CodeInvalidRequest, "a page's limit and offset must not be negative")
+	}
+	return nil
+}
+
+// info is the paging fields of a page of a list of total todos when a
+// page was asked for (nil otherwise): every todo that matched (total)
+// and, when more follow, where the next page starts.
+func (p Page) info(total int) *PageInfo {
+	if p.Limit == 0 && p.Offset == 0 {
+		return nil
+	}
+	info := &PageInfo{Total: total}
+	if p.Limit > 0 && total-min(p.Offset, total) > p.Limit {
+		next := min(p.Offset, total) + p.Limit
+		info.NextOffset = &next
+	}
+	return info
 }
 
 // PageInfo is what a paged list adds: how many todos matched, and the
@@ -152,19 +172,14 @@ func (s *Store) ListTodos(f TodoFilter) (*Result[TodoList], error) {
 				return TodoList{}, err
 			}
 		}
-		todos, err := lease.ListTodos(v, g, f.Status, f.Agent, now)
+		if err := f.Page.check(); err != nil {
+			return TodoList{}, err
+		}
+		views, total, err := lease.ListTodoViews(v, g, f.Status, f.Agent, now, f.Offset, f.Limit)
 		if err != nil {
 			return TodoList{}, err
 		}
-		todos, page, err := f.Page.paged(todos)
-		if err != nil {
-			return TodoList{}, err
-		}
-		views, err := lease.ViewTodos(v, g, todos, now)
-		if err != nil {
-			return TodoList{}, err
-		}
-		return TodoList{GoalID: g, Todos: views, Count: len(views), PageInfo: page}, nil
+		return TodoList{GoalID: g, Todos: views, Count: len(views), PageInfo: f.Page.info(total)}, nil
 	})
 }
 

@@ -199,7 +199,8 @@ type Repo interface {
 	// Depth is the number of commits on a commit's first-parent chain (0
 	// for ZeroHash): its position on the history, the contract's cursor.
 	Depth(h Hash) (int64, error)
-	// ReadSideFile and WriteSideFile keep derived data beside the ref.
+	// ReadSideFile and WriteSideFile keep derived data beside the ref;
+	// the bytes ReadSideFile returns are the caller's own.
 	ReadSideFile(name string) ([]byte, error)
 	WriteSideFile(name string, data []byte, durable bool) error
 }

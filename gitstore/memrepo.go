@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"errors"
@@ -339,11 +340,13 @@ func (m *MemRepo) TreeOf(parent Hash, changes []Change) (Hash, error) {
 	return c.tree, nil
 }
 
-// ReadSideFile returns a side file (nil when absent).
+// ReadSideFile returns a copy of a side file (nil when absent), as the
+// Store's read of the file is: the caller owns it (a listing decodes its
+// strings in place, and a test damages what it read).
 func (m *MemRepo) ReadSideFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.side[name], nil
+	return bytes.Clone(m.side[name]), nil
 }
 
 // WriteSideFile sets a side file.

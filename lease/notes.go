@@ -124,7 +124,7 @@ func ViewTodo(v *View, goal string, t *Todo, now time.Time, withRelations bool) 
 // ViewTodos returns todos as list and ready show them (ViewTodo without
 // relations), for todos just read from v and not modified since.
 func ViewTodos(v *View, goal string, todos []*Todo, now time.Time) ([]TodoView, error) {
-	out := make([]TodoView, 0, len(todos))
+	out := make([]TodoView, len(todos)) // each view made in place (10,000 of them at scale)
 	leaseOf := func(t *Todo) (*Lease, error) { return v.leaseOfRecord(goal, t) }
 	if lst := v.listing(goal); lst != nil {
 		leaseOf = lst.lease
@@ -134,35 +134,40 @@ func ViewTodos(v *View, goal string, todos []*Todo, now time.Time) ([]TodoView, 
 			return nil, err
 		}
 	}
-	for _, t := range todos {
+	for i, t := range todos {
 		l, err := leaseOf(t)
 		if err != nil {
 			return nil, err
 		}
-		tv, err := viewTodo(v, goal, t, l, now, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, tv)
+		out[i].Todo = *t
+		fillView(&out[i], l, now)
 	}
 	return out, nil
 }
 
-func viewTodo(v *View, goal string, t *Todo, l *Lease, now time.Time, withRelations bool) (TodoView, error) {
-	var err error
-	tv := TodoView{Todo: *t, Notes: []NoteView{}}
-	if t.ClaimedBy != "" && !ClaimEffective(t, now) {
-		tv.ClaimExpired = true
-		clearClaim(&tv.Todo)
-	}
-	tv.DependsOn = nonNil(t.DependsOn)
-	tv.RequiredWriteScopes = nonNil(t.RequiredWriteScopes)
-	tv.ExcludedAgents = nonNil(t.ExcludedAgents)
-	tv.Evidence = nonNil(t.Evidence)
+// fillView makes tv, whose Todo is a copy of the record, the view of it at
+// now without relations (l is the todo's lease).
+func fillView(tv *TodoView, l *Lease, now time.Time) {
+	t := &tv.Todo
+	tv.Notes = []NoteView{}
 	for _, n := range t.Notes {
 		tv.Notes = append(tv.Notes, NoteView{Note: n, Stale: NoteStale(t, l, n, now)})
 	}
-	tv.Todo.Notes = nil // shown through tv.Notes
+	t.Notes = nil // shown through tv.Notes
+	if t.ClaimedBy != "" && !ClaimEffective(t, now) {
+		tv.ClaimExpired = true
+		clearClaim(t)
+	}
+	t.DependsOn = nonNil(t.DependsOn)
+	t.RequiredWriteScopes = nonNil(t.RequiredWriteScopes)
+	t.ExcludedAgents = nonNil(t.ExcludedAgents)
+	t.Evidence = nonNil(t.Evidence)
+}
+
+func viewTodo(v *View, goal string, t *Todo, l *Lease, now time.Time, withRelations bool) (TodoView, error) {
+	var err error
+	tv := TodoView{Todo: *t}
+	fillView(&tv, l, now)
 	if !withRelations {
 		return tv, nil
 	}

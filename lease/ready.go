@@ -117,11 +117,11 @@ func readyOf(v *View, goal, agent string, now time.Time, explain bool) ([]*Todo,
 	if g.Status == GoalArchived {
 		return out, nil, nil
 	}
-	var todos []*Todo // read only: the callers show them, never modify them
-	if lst := v.listing(goal); lst != nil {
-		todos = lst.Todos
-	} else if todos, err = v.todosShared(goal); err != nil {
-		return nil, nil, err
+	todos := v.listedTodos(goal) // read only: the callers show them, never modify them
+	if todos == nil {
+		if todos, err = v.todosShared(goal); err != nil {
+			return nil, nil, err
+		}
 	}
 	byID := make(map[string]*Todo, len(todos))
 	for _, t := range todos {

@@ -7,8 +7,14 @@ import (
 	"time"
 )
 
-// PriorityRank orders priorities: P0 is 0 (highest).
+// PriorityRank orders priorities: P0 is 0 (highest), an unknown one
+// after every known one. Priorities are P0..P4, so a priority's rank is
+// its digit: read without a search of Priorities (a listing's decode
+// checks the order of 10,000 todos with it).
 func PriorityRank(p string) int {
+	if len(p) == 2 && p[0] == 'P' && p[1] >= '0' && int(p[1]-'0') < len(Priorities) && Priorities[p[1]-'0'] == p {
+		return int(p[1] - '0')
+	}
 	if i := slices.Index(Priorities, p); i >= 0 {
 		return i
 	}
@@ -94,8 +100,10 @@ func idKey(s string) uint64 {
 // claimed_by or scope agent, or whose active lease it owns), sorted.
 func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, error) {
 	if lst := v.listing(goal); lst != nil {
-		// In list order already, every record checked.
-		return filterTodos(lst.Todos, status, agent, now, lst.lease)
+		if todos, err := lst.All(); err == nil {
+			// In list order already, every record checked.
+			return filterTodos(todos, status, agent, now, lst.lease)
+		}
 	}
 	all, err := v.todosShared(goal) // read only: shown, never modified
 	if err != nil {
@@ -113,6 +121,57 @@ func ListTodos(v *View, goal, status, agent string, now time.Time) ([]*Todo, err
 	}
 	SortTodos(out)
 	return out, nil
+}
+
+// ListTodoViews is ViewTodos of the page of ListTodos from the offset-th
+// todo on, at most limit of them (0: all), with the count of every todo
+// listed. A list of every todo of a goal with a listing, or a page of it,
+// decodes only the todos it shows, each straight into its view: no todo
+// before the page is decoded, and none is decoded twice (into the
+// listing's todos, then copied into a view).
+func ListTodoViews(v *View, goal, status, agent string, now time.Time, offset, limit int) ([]TodoView, int, error) {
+	if lst := v.listing(goal); lst != nil && status == "" && agent == "" {
+		if views, total, ok := listingViews(lst, now, offset, limit); ok {
+			return views, total, nil
+		}
+	}
+	todos, err := ListTodos(v, goal, status, agent, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	lo, hi := pageOf(len(todos), offset, limit)
+	views, err := ViewTodos(v, goal, todos[lo:hi], now)
+	return views, len(todos), err
+}
+
+// pageOf is the page [lo, hi) of a list of n from offset, at most limit
+// (0: all).
+func pageOf(n, offset, limit int) (lo, hi int) {
+	lo = min(max(offset, 0), n)
+	hi = n
+	if limit > 0 && hi-lo > limit {
+		hi = lo + limit
+	}
+	return lo, hi
+}
+
+// listingViews is the page of every todo of lst as views; ok is false when
+// a record does not decode or the page is out of order (the records are
+// read instead).
+func listingViews(lst *Listing, now time.Time, offset, limit int) (_ []TodoView, total int, ok bool) {
+	total = lst.Len()
+	lo, hi := pageOf(total, offset, limit)
+	views := make([]TodoView, hi-lo)
+	for i := range views {
+		tv := &views[i]
+		// (A view keeps its record's priority, creation and id: the
+		// order is checked on the views.)
+		if !lst.record(lo+i, &tv.Todo) || (i > 0 && listCmp(&views[i-1].Todo, &tv.Todo) >= 0) {
+			return nil, 0, false
+		}
+		fillView(tv, lst.Leases[tv.ID], now)
+	}
+	return views, total, true
 }
 
 // filterTodos keeps the todos of status ("" = all) that agent holds (""

@@ -399,6 +399,11 @@ func testSideFiles(t *testing.T, s Subject) {
 	}
 	if data, err := s.Repo.ReadSideFile("loopx-cache/x"); err != nil || string(data) != "1" {
 		t.Errorf("side file = %q, %v", data, err)
+	} else {
+		data[0] = '2' // the reader's own bytes (a listing decodes in place)
+	}
+	if data, err := s.Repo.ReadSideFile("loopx-cache/x"); err != nil || string(data) != "1" {
+		t.Errorf("side file after a change to the bytes read = %q, %v", data, err)
 	}
 }
 

@@ -17,7 +17,10 @@ import (
 // <common dir>/loopx-cache/list-<hex goal>, tagged with the state revision
 // it reflects, and brought up to the revision listed from the tree diff of
 // the goal's todos and leases folders (gitstore.DiffHashes: equal subtrees
-// are never read), reading only the records that changed. It is derived
+// are never read), reading only the records that changed. Its encoding
+// (lease.Listing) puts each todo's record behind its length: a page, or a
+// whole list written straight into its views, decodes only what it shows;
+// every todo is decoded only for a filter, ready or a catch-up. It is derived
 // data with a checksum: when it is missing, damaged, more than
 // listingCatchUp records behind, or meets a record that does not decode,
 // it is rebuilt from every record (or, for a damaged record, not offered:
@@ -40,7 +43,7 @@ var _ Index[*lease.Listing] = (*listIndex)(nil)
 
 func newListIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *listIndex {
 	return &listIndex{records: records, perGoal: newPerGoal[*lease.Listing](saveAfter), sideFile: sideFile[*lease.Listing]{
-		repo: repo, kind: "list", version: 1,
+		repo: repo, kind: "list", version: 2,
 		file:   func(goal string) string { return "loopx-cache/list-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.Listing).Encode,
 		decode: lease.DecodeListing,
@@ -82,7 +85,10 @@ func (ix *listIndex) CatchUp(cur *lease.Listing, rev gitstore.Hash, to Target, g
 		return cur, 0, nil
 	}
 	v := ix.records.view(to.Snap)
-	next := cur.Clone()
+	next, err := cur.Clone()
+	if err != nil {
+		return nil, 0, err // its records do not decode: rebuild
+	}
 	for id := range ids {
 		t, x, err := v.ListingRecords(goal, id)
 		if err != nil {
