@@ -132,32 +132,46 @@ type attempt struct {
 // apply runs call's transaction, and returns its result and the decision's
 // outcome; upgrade lets it first upgrade a store of an older format (once).
 func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, error) {
+	res, out, _, err := s.applyTx(call, upgrade)
+	return res, out, err
+}
+
+// applyTx is apply, and says how its transaction went.
+func (s *Store) applyTx(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, gitstore.TxResult, error) {
 	if err := s.remote.CheckOfflineWork(); err != nil {
-		return nil, nil, err
+		return nil, nil, gitstore.TxResult{}, err
 	}
 	start := clock.Or(s.opts.Clock).Now()
+	if last, tx, ok := s.applyByServer(call); ok {
+		s.derived.MaybePrune()
+		if s.opts.AfterCommit != nil {
+			s.opts.AfterCommit()
+		}
+		s.txStats(call, tx, start, last.out.Status, nil)
+		return s.report(last, tx), last.out, tx, nil
+	}
 	var last attempt
 	tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
-		last = s.decide(sn, call)
+		last = s.decide(sn, call, time.Time{})
 		return last.proposal, last.err
 	})
 	if errors.Is(err, errUpgradeFirst) && upgrade {
 		if _, _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
-			return nil, nil, err
+			return nil, nil, tx, err
 		}
-		return s.apply(call, false)
+		return s.applyTx(call, false)
 	}
 	if err != nil {
 		err = s.annotateErr(storeerr.Map(err))
 		s.txStats(call, tx, start, "", err)
-		return nil, nil, err
+		return nil, nil, tx, err
 	}
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
 	s.derived.MaybePrune()
 	s.txStats(call, tx, start, last.out.Status, nil)
-	return s.report(last, tx), last.out, nil
+	return s.report(last, tx), last.out, tx, nil
 }
 
 // TxStats is how one mutation's transaction went (Options.TxStats).
@@ -169,6 +183,9 @@ type TxStats struct {
 	LostRaces int `json:"lost_races"`
 	// Operation is the operation's name (task-lease.renew, ...).
 	Operation string `json:"operation"`
+	// DecidedBy is "server" when the server decided the request
+	// (decided.go), else empty: decided here.
+	DecidedBy string `json:"decided_by,omitempty"`
 	// Status is the answer's status (applied, replayed, no_change), or
 	// empty for a refusal or failure, whose contract code Code is.
 	Status string     `json:"status,omitempty"`
@@ -188,6 +205,9 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 	}
 	ms := math.Round(float64(clock.Or(s.opts.Clock).Since(start))/float64(time.Millisecond)*10) / 10
 	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status, MS: ms}
+	if tx.ByServer {
+		st.DecidedBy = "server"
+	}
 	if err != nil {
 		st.Code = lease.CodeStoreIO
 		if le, ok := lease.AsError(err); ok {
@@ -197,8 +217,10 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 	s.opts.TxStats(st)
 }
 
-// decide makes one decision of call on a snapshot.
-func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
+// decide makes one decision of call on a snapshot; at, when set, is the
+// time of a decision already made (by the server: decided.go), which is
+// then made again as it was, not at this machine's clock.
+func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) attempt {
 	c := call.Current() // a request of an older schema version: today's rules
 	v := s.viewOf(sn)
 	meta, _ := v.Meta() // a corrupt meta is reported by the decision
@@ -210,7 +232,9 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call) attempt {
 	}
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
-	if c.Op.Rewinds {
+	if !at.IsZero() {
+		now = at
+	} else if c.Op.Rewinds {
 		// clock-reset is decided at the real clock, whatever LOOPX_NOW
 		// says (contract section 8): a reset dated in the past would
 		// expire leases that are live by real time.

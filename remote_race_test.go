@@ -8,6 +8,7 @@ package loopx_test
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	loopxapi "github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/soak"
 	"github.com/loopx-dev/loopx/lease"
@@ -183,9 +186,18 @@ func machine(t testing.TB, url string) string {
 // same arguments (as the contract tells clients to).
 func retryTransient(t testing.TB, dir string, args ...string) result {
 	t.Helper()
+	return retryTransientEnv(t, dir, nil, args...)
+}
+
+// txLine is the line LOOPX_TX_STATS=1 prints for a mutation.
+var txLine = regexp.MustCompile(`(?m)^loopx: tx: (\{.*\})$`)
+
+// retryTransientEnv is retryTransient with more environment variables.
+func retryTransientEnv(t testing.TB, dir string, env []string, args ...string) result {
+	t.Helper()
 	var r result
 	for i := 0; i < 40; i++ {
-		r = loopx(t, dir, nil, args...)
+		r = loopx(t, dir, env, args...)
 		if r.code != 3 {
 			return r
 		}
@@ -307,14 +319,21 @@ func mustHash(t testing.TB, s string) gitstore.Hash {
 // todos conflict by scope too) for 3 seconds (10 in a soak run). The server's history must
 // be linear, hold every result a client was told was applied, and never
 // show two effective leases on one scope.
+//
+// With the server deciding (server-hook install --decide), the same race
+// must hold all that and lose no race at all: every mutation after a
+// machine's first push is decided by the server in order.
 func TestRemoteRace(t *testing.T) {
 	t.Parallel()
 	for _, kind := range soak.Pick([]string{"daemon"}, []string{"file", "daemon", "http"}) {
-		t.Run(kind, func(t *testing.T) { remoteRace(t, kind) })
+		t.Run(kind, func(t *testing.T) { remoteRace(t, kind, false) })
+	}
+	for _, kind := range soak.Pick([]string{"daemon"}, []string{"file", "daemon", "http"}) {
+		t.Run(kind+"-decided", func(t *testing.T) { remoteRace(t, kind, true) })
 	}
 }
 
-func remoteRace(t *testing.T, kind string) {
+func remoteRace(t *testing.T, kind string, decide bool) {
 	const machines, agentsPer, todos = 4, 2, 20
 	run := soak.Pick(3*time.Second, 10*time.Second)
 	if testing.Short() {
@@ -322,6 +341,9 @@ func remoteRace(t *testing.T, kind string) {
 	}
 	srv := serverOf(t, kind)
 	bare := bareRepo(t, srv.base, "state")
+	if decide {
+		must(t, srv.base, "server-hook", "install", "--repo", bare, "--loopx", loopxWrapper(t), "--decide")
+	}
 	dirs := make([]string, machines)
 	for m := range dirs {
 		dirs[m] = machine(t, srv.url("state"))
@@ -348,6 +370,14 @@ func remoteRace(t *testing.T, kind string) {
 		switch {
 		case r.code == 0:
 			counts[op+" "+fmt.Sprint(r.out["status"])]++
+			if decide {
+				// Every mutation is decided by the server: none lost a race.
+				m := txLine.FindStringSubmatch(r.raw)
+				var st loopxapi.TxStats
+				if m == nil || json.Unmarshal([]byte(m[1]), &st) != nil || st.DecidedBy != "server" || st.LostRaces != 0 || st.Attempts != 1 {
+					errs = append(errs, fmt.Sprintf("%s was not decided by the server at once: %s", op, r.raw))
+				}
+			}
 			lv, _ := r.out["lease"].(map[string]any)
 			var version float64
 			if lv != nil {
@@ -359,6 +389,10 @@ func remoteRace(t *testing.T, kind string) {
 		default:
 			counts[op+" exit "+strconv.Itoa(r.code)+" "+r.errCode()]++
 		}
+	}
+	var env []string
+	if decide {
+		env = []string{"LOOPX_TX_STATS=1"}
 	}
 	deadline := time.Now().Add(run)
 	var wg sync.WaitGroup
@@ -372,7 +406,7 @@ func remoteRace(t *testing.T, kind string) {
 					todo := fmt.Sprintf("todo_race_%02d", i)
 					key := fmt.Sprintf("%s-%d", agent, n)
 					base := []string{"--goal-id", "g", "--todo-id", todo, "--owner", agent, "--idempotency-key", key}
-					r := retryTransient(t, dir, append([]string{"task-lease", "acquire", "--ttl-seconds", "30",
+					r := retryTransientEnv(t, dir, env, append([]string{"task-lease", "acquire", "--ttl-seconds", "30",
 						"--write-scope", fmt.Sprintf("area%d/**", i%5)}, base...)...)
 					note("acquire", r)
 					if r.code == 1 {
@@ -393,7 +427,7 @@ func remoteRace(t *testing.T, kind string) {
 					}
 					v := int(r.out["lease"].(map[string]any)["version"].(float64))
 					if rand.IntN(2) == 0 {
-						r = retryTransient(t, dir, append([]string{"task-lease", "renew", "--ttl-seconds", "30", "--expected-version", strconv.Itoa(v)}, base...)...)
+						r = retryTransientEnv(t, dir, env, append([]string{"task-lease", "renew", "--ttl-seconds", "30", "--expected-version", strconv.Itoa(v)}, base...)...)
 						note("renew", r)
 						if r.code != 0 {
 							mu.Lock()
@@ -403,7 +437,7 @@ func remoteRace(t *testing.T, kind string) {
 						}
 						v++
 					}
-					r = retryTransient(t, dir, append([]string{"task-lease", "release", "--expected-version", strconv.Itoa(v)}, base...)...)
+					r = retryTransientEnv(t, dir, env, append([]string{"task-lease", "release", "--expected-version", strconv.Itoa(v)}, base...)...)
 					note("release", r)
 					if r.code != 0 {
 						mu.Lock()

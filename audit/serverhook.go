@@ -90,6 +90,9 @@ type ServerHookRequest struct {
 	Updates     []ReceiveUpdate
 	// Now is the server's clock (default: the store's clock).
 	Now time.Time
+	// Decide: requests pushed to request refs are decided here
+	// (decider.go), and accepted pushes to a state ref say so.
+	Decide bool
 }
 
 // DefaultCodeRefs are the code refs the server hook guards unless told
@@ -105,6 +108,11 @@ type ServerHookData struct {
 	Checked     int             `json:"checked_commits"`
 	CodeChecked int             `json:"checked_code_commits"`
 	Refused     []ServerRefusal `json:"refused"`
+	// Decided holds the reply line of each request decided (--decide).
+	Decided []string `json:"decided,omitempty"`
+	// Announce: the push was accepted by a hook that decides requests,
+	// which tells the pusher so (gitstore.DeciderAnnouncement).
+	Announce bool `json:"-"`
 }
 
 // RefMatches reports whether ref matches a code-ref pattern: the pattern
@@ -214,6 +222,10 @@ func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[Ser
 		codeRefs = []string{}
 	}
 	d := &ServerHookData{Refs: refs, CodeRefs: codeRefs, Refused: []ServerRefusal{}}
+	if req.Decide && len(requestUpdates(req.Updates)) > 0 {
+		err := a.decideRequests(req.Updates, d)
+		return &loopx.Result[ServerHookData]{Envelope: loopx.Envelope{Operation: "server-hook.pre-receive"}, Data: *d}, err
+	}
 	boards := &historyBoards{a: a, models: map[string]*historyModel{}, saved: true}
 	for _, u := range req.Updates {
 		if !slices.Contains(refs, u.Ref) {
@@ -229,6 +241,11 @@ func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[Ser
 	}
 	res := &loopx.Result[ServerHookData]{Envelope: loopx.Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
 	if len(d.Refused) == 0 {
+		for _, u := range req.Updates {
+			if req.Decide && slices.Contains(refs, u.Ref) {
+				res.Data.Announce = true
+			}
+		}
 		return res, nil
 	}
 	lines := make([]string, len(d.Refused))
@@ -359,7 +376,7 @@ type ServerHookInstallData struct {
 // block runs `exe server-hook pre-receive --ref R...` (exe: this loopx by
 // its absolute path, else `loopx` on PATH). A push to a state ref while
 // loopx cannot be found is refused: the check fails closed.
-func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string) (*loopx.Result[ServerHookInstallData], error) {
+func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string, decide bool) (*loopx.Result[ServerHookInstallData], error) {
 	if len(refs) == 0 {
 		refs = []string{a.git.Ref()}
 	}
@@ -376,7 +393,7 @@ func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string) (*loopx
 			return nil, lease.Errorf(lease.CodeInvalidRequest, "--code-refs %q: want a ref pattern (refs/..., at most one *)", r).With("field", "code_refs")
 		}
 	}
-	changed, path, err := a.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, codeRefs, exe))
+	changed, path, err := a.git.InstallRepoHook("pre-receive", ServerHookMarker, serverHookSnippet(refs, codeRefs, exe, decide))
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
@@ -388,7 +405,7 @@ func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string) (*loopx
 }
 
 // serverHookSnippet is loopx's block in a server's pre-receive hook.
-func serverHookSnippet(refs, codeRefs []string, exe string) string {
+func serverHookSnippet(refs, codeRefs []string, exe string, decide bool) string {
 	find := "loopx_bin=loopx\n"
 	if exe != "" {
 		find = "loopx_bin=" + shellQuote(exe) + "\n" +
@@ -403,6 +420,9 @@ func serverHookSnippet(refs, codeRefs []string, exe string) string {
 	}
 	for _, r := range codeRefs {
 		args += " --code-refs " + shellQuote(r)
+	}
+	if decide {
+		args += " --decide"
 	}
 	return ServerHookMarker + "\n" +
 		"# Installed by `loopx server-hook install`: refuses a push to the loopx state ref\n" +

@@ -39,6 +39,8 @@ type TxResult struct {
 	Base Hash
 	// Attempts counts decisions; Conflicts the lost compare-and-swaps.
 	Attempts, Conflicts int
+	// ByServer: the server decided and committed (request.go).
+	ByServer bool
 }
 
 // RetryPolicy bounds the retries of lost compare-and-swaps: the one retry

@@ -208,6 +208,7 @@ type pushReply struct {
 	stale    bool   // not sent: the server's ref is not at old
 	answered bool   // the server answered with a refusal for the ref
 	msg      string // why not, with the server's messages
+	server   string // what the server said on an applied push
 }
 
 // Push asks remote to move the store's ref from old (ZeroHash: absent) to
@@ -237,6 +238,11 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	switch {
 	case rep.applied:
 		s.setTracking(remote, new)
+		if strings.Contains(rep.server, DeciderAnnouncement) {
+			s.noteDecider(remote, rep.server)
+		} else {
+			s.forgetDecider(remote)
+		}
 		return nil
 	case rep.upToDate:
 		// The server holds this very commit, but did not get it from

@@ -448,7 +448,7 @@ func (s *Store) gitPush(ctx context.Context, remote, target string, old, new Has
 	if flag, summary, ok := pushStatus(out.stdout, s.ref); ok {
 		switch flag {
 		case ' ', '+', '*':
-			return pushReply{applied: true}, nil
+			return pushReply{applied: true, server: server}, nil
 		case '=':
 			return pushReply{upToDate: true}, nil
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopx-dev/loopx"
 	"github.com/loopx-dev/loopx/audit"
+	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/lease"
 )
 
@@ -66,6 +67,7 @@ the key its acting agent registered. See docs/SERVER.md.`,
 	}
 	var refs, codeRefs []string
 	var exe string
+	var installDecide bool
 	install := &cobra.Command{
 		Use:   "install",
 		Short: "Write the pre-receive hook into a (bare) repository, chained after an existing hook",
@@ -94,13 +96,17 @@ by its Loopx-Agent's registered key. Tags and other refs are not judged.`,
 			if c.Flags().Changed("code-refs") {
 				code = nonEmpty(codeRefs)
 			}
-			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return audit.New(s).ServerHookInstall(refs, code, exe) })
+			return e.run(func(s *loopx.Store) (loopx.Reply, error) {
+				return audit.New(s).ServerHookInstall(refs, code, exe, installDecide)
+			})
 		},
 	}
 	install.Flags().StringArrayVar(&refs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")
 	install.Flags().StringArrayVar(&codeRefs, "code-refs", nil, "a pattern of code refs whose pushes the code fence judges (repeatable; default refs/heads/*; '' guards none)")
 	install.Flags().StringVar(&exe, "loopx", "", "the loopx executable the hook runs (default: this one)")
+	install.Flags().BoolVar(&installDecide, "decide", false, "let the hook decide requests pushed to it in order, under the server's fence (no lost races; see docs/REMOTE.md)")
 	var checkRefs, checkCodeRefs []string
+	var decide bool
 	preReceive := &cobra.Command{
 		Use:   "pre-receive [--ref REF]...",
 		Short: "Check a push: git's pre-receive lines on stdin (what the installed hook runs)",
@@ -125,12 +131,21 @@ then it exits non-zero and git refuses the whole push.`,
 				return err
 			}
 			defer s.Close()
-			req := audit.ServerHookRequest{Refs: checkRefs, Updates: ups}
+			req := audit.ServerHookRequest{Refs: checkRefs, Updates: ups, Decide: decide}
 			if c.Flags().Changed("code-refs") {
 				req.CodeRefs = nonEmpty(checkCodeRefs)
 				req.CodeRefsOff = len(req.CodeRefs) == 0
 			}
 			res, err := audit.New(s).ServerHookPreReceive(req)
+			if res != nil {
+				// What a pushing loopx reads (git relays it as "remote: ...").
+				for _, line := range res.Data.Decided {
+					fmt.Fprintln(e.stderr, gitstore.DecidedPrefix+line)
+				}
+				if res.Data.Announce {
+					fmt.Fprintln(e.stderr, gitstore.DeciderAnnouncement)
+				}
+			}
 			if err != nil {
 				le, ok := lease.AsError(err)
 				refused, _ := le.Details["refused"].([]audit.ServerRefusal)
@@ -156,6 +171,7 @@ then it exits non-zero and git refuses the whole push.`,
 	}
 	preReceive.Flags().StringArrayVar(&checkRefs, "ref", nil, "a state ref to check (repeatable; default the store's ref)")
 	preReceive.Flags().StringArrayVar(&checkCodeRefs, "code-refs", nil, "a pattern of code refs the code fence guards (repeatable; default refs/heads/*; '' none)")
+	preReceive.Flags().BoolVar(&decide, "decide", false, "decide the requests pushed to request refs (refs/loopx/requests/...) here, and say so on accepted pushes to a state ref")
 	c.AddCommand(install, preReceive)
 	return c
 }

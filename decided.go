@@ -1,0 +1,188 @@
+package loopx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/storeerr"
+	"github.com/loopx-dev/loopx/lease"
+)
+
+// Mutations decided by the server (gitstore/request.go for the transport,
+// docs/REMOTE.md "Decided by the server" for the protocol).
+//
+//	client: push the request → the server's hook decides it on the
+//	        server's head under the server's fence, commits it (state and
+//	        board) and replies "committed <base> <state> <head>" → fetch →
+//	        decide the commit's recorded request again on <base> at the
+//	        commit's time, as verify --history does, and check that it
+//	        gives the commit's tree → report it as this client's own
+//	        decision (attempts 1, no lost race).
+//	server: DecideRequest applies the request as a local mutation
+//	        (Store.apply on the server's repository: its writer fence, its
+//	        clock, the same rules, the same two commits).
+//
+// Any other reply (a refusal, a replay, no change, a server that does not
+// decide, an answer that does not check out) falls back to the
+// compare-and-swap transaction, which decides on the server's head itself:
+// a refusal is then this client's own (with its typed details), a replay
+// answers from its receipt, and a request the server did commit but whose
+// answer was lost finds its receipt, as after any lost push. A store that
+// requires signatures is never decided by the server (it cannot sign for
+// the agent); its requests are refused there and take the fallback.
+
+// decideRequest is the body of a request push: the canonical request and
+// the client's default goal (Options.DefaultGoal, or the one its agent
+// registered), which the request's resolution may need.
+type decideRequest struct {
+	Request     json.RawMessage `json:"request"`
+	DefaultGoal string          `json:"default_goal,omitempty"`
+}
+
+// decideReply is the server's reply line.
+type decideReply struct {
+	// Status is "committed", "unchanged" (nothing to commit: a replay, no
+	// change) or "refused" (Code and Message say why).
+	Status  string     `json:"status"`
+	Base    string     `json:"base,omitempty"`  // the head decided on
+	State   string     `json:"state,omitempty"` // the state commit made
+	Head    string     `json:"head,omitempty"`  // the head after the board
+	Code    lease.Code `json:"code,omitempty"`
+	Message string     `json:"message,omitempty"`
+}
+
+// DecideRequest decides a request pushed to the server (body: its
+// message) as a local mutation of this store, and returns the reply line
+// the pushing client reads. It is what the server's hook runs
+// (audit.ServerHookPreReceive); it never fails, a refusal is the reply.
+func (s *Store) DecideRequest(body []byte) string {
+	reply := func(r decideReply) string {
+		b, _ := json.Marshal(r)
+		return string(b)
+	}
+	refused := RefusedReply
+	var req decideRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return refused(lease.Errorf(lease.CodeInvalidRequest, "not a loopx request: %v", err))
+	}
+	call, err := lease.DecodeWireRequest(req.Request)
+	if err != nil {
+		return refused(err)
+	}
+	// The hook's process decides the requests of one push, one at a time:
+	// the client's default goal stands in for this store's while its
+	// request is decided.
+	saved := s.defaultGoal
+	s.defaultGoal = req.DefaultGoal
+	defer func() { s.defaultGoal = saved }()
+	res, out, tx, err := s.applyTx(call, true)
+	if err != nil {
+		return refused(err)
+	}
+	if !out.Write {
+		return reply(decideReply{Status: "unchanged", Base: tx.Base.String()})
+	}
+	return reply(decideReply{Status: "committed", Base: tx.Base.String(), State: tx.State.String(), Head: res.CurrentRevision})
+}
+
+// RefusedReply is the reply line of a request the server refused (err
+// carries its code).
+func RefusedReply(err error) string {
+	err = storeerr.Map(err)
+	code := lease.CodeStoreIO
+	if le, ok := lease.AsError(err); ok {
+		code = le.Code
+	}
+	b, _ := json.Marshal(decideReply{Status: "refused", Code: code, Message: firstLine(err.Error())})
+	return string(b)
+}
+
+func firstLine(s string) string {
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// applyByServer asks the server to decide call, when it announced that it
+// decides (see the top of this file). ok false: take the compare-and-swap
+// path.
+func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult, ok bool) {
+	if s.git == nil || !s.remote.Online() || s.unrecorded || call.Op.Name == lease.OpStoreUpgrade || !s.git.DeciderKnown(s.remote.Name()) {
+		return a, tx, false
+	}
+	raw, err := call.Encode()
+	if err != nil {
+		return a, tx, false
+	}
+	body, err := json.Marshal(decideRequest{Request: raw, DefaultGoal: s.defaultGoal})
+	if err != nil {
+		return a, tx, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitstore.DefaultRetry.Timeout)
+	defer cancel()
+	line, err := s.git.PushRequest(ctx, s.remote.Name(), body)
+	if err != nil {
+		return a, tx, false
+	}
+	var r decideReply
+	if json.Unmarshal([]byte(line), &r) != nil || r.Status != "committed" {
+		return a, tx, false
+	}
+	base, state, head := gitstore.ParseHash(r.Base), gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
+	if state.IsZero() || head.IsZero() {
+		return a, tx, false
+	}
+	if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
+		return a, tx, false
+	}
+	a, err = s.redecide(base, state)
+	if err != nil {
+		return a, tx, false
+	}
+	return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true}, true
+}
+
+// errNotReproduced: a commit the server reported that this client does not
+// decide the same way.
+var errNotReproduced = errors.New("the server's commit is not what its request decides here")
+
+// redecide decides again the request recorded on state, a commit on base,
+// at its time, and checks that the decision gives its tree: the outcome is
+// then the server's decision as this build's typed result.
+func (s *Store) redecide(base, state gitstore.Hash) (attempt, error) {
+	var meta gitstore.CommitMeta
+	found := false
+	if err := s.repo.Log(state, func(c gitstore.CommitMeta) (bool, error) {
+		meta, found = c, true
+		return false, nil
+	}); err != nil || !found {
+		return attempt{}, fmt.Errorf("loopx: read %s: %w", state, errNotReproduced)
+	}
+	if meta.Parent != base {
+		return attempt{}, errNotReproduced
+	}
+	rc, err := lease.ParseCommit(meta.Message)
+	if err != nil || rc.Board {
+		return attempt{}, errNotReproduced
+	}
+	sn, err := s.repo.Snapshot(base)
+	if err != nil {
+		return attempt{}, err
+	}
+	a := s.decide(sn, rc.Call, meta.When.UTC())
+	if a.err != nil || a.proposal == nil {
+		return attempt{}, errNotReproduced
+	}
+	tree, err := s.repo.TreeOf(base, a.proposal.Changes)
+	if err != nil || tree != meta.Tree {
+		return attempt{}, errNotReproduced
+	}
+	return a, nil
+}
