@@ -705,10 +705,23 @@ func (p *cutProxy) serve(c net.Conn) {
 // and applied; the client cannot learn the outcome (exit 3,
 // remote_unavailable); the retry with the same arguments is a replay of the
 // original receipt, never a second application.
+//
+// The same when the server decides (server-hook install --decide): the
+// request push is cut once the server has decided and answers; the retry
+// is decided again by the server, which finds the receipt, and answers
+// with the replay.
 func TestRemoteConnectionLost(t *testing.T) {
 	t.Parallel()
+	t.Run("compare-and-swap", func(t *testing.T) { t.Parallel(); remoteConnectionLost(t, false) })
+	t.Run("decided", func(t *testing.T) { t.Parallel(); remoteConnectionLost(t, true) })
+}
+
+func remoteConnectionLost(t *testing.T, decide bool) {
 	srv, d := daemonServer(t)
 	bare := bareRepo(t, srv.base, "state")
+	if decide {
+		must(t, srv.base, "server-hook", "install", "--repo", bare, "--loopx", loopxWrapper(t), "--decide")
+	}
 	proxy := newCutProxy(t, fmt.Sprintf("127.0.0.1:%d", d.port))
 	dir := t.TempDir()
 	git(t, dir, "init", "-q")
@@ -719,6 +732,13 @@ func TestRemoteConnectionLost(t *testing.T) {
 	must(t, dir, "todo", "add", "--goal-id", "g", "--todo-id", "todo_lost", "--text", "x")
 
 	args := []string{"task-lease", "acquire", "--goal-id", "g", "--todo-id", "todo_lost", "--owner", "a", "--idempotency-key", "k1", "--ttl-seconds", "300"}
+	if decide {
+		// The clone sends its requests to the server by now.
+		r := loopx(t, dir, []string{"LOOPX_TX_STATS=1"}, "todo", "add", "--goal-id", "g", "--todo-id", "todo_other", "--text", "y")
+		if r.code != 0 || !strings.Contains(r.raw, `"decided_by":"server"`) {
+			t.Fatalf("not decided by the server: exit %d %s", r.code, r.raw)
+		}
+	}
 	proxy.armed.Store(true)
 	r := loopx(t, dir, nil, args...)
 	select {
@@ -743,6 +763,9 @@ func TestRemoteConnectionLost(t *testing.T) {
 	}
 	if n := strings.Count(git(t, bare, "log", "--format=%s", "refs/loopx/state"), "task-lease acquire"); n != 1 {
 		t.Fatalf("%d acquire commits on the server, want 1", n)
+	}
+	if refs := git(t, bare, "for-each-ref", "--format=%(refname)"); strings.Contains(refs, "refs/loopx/requests/") {
+		t.Fatalf("a request ref was kept: %s", refs)
 	}
 	serverChain(t, bare)
 }

@@ -57,3 +57,15 @@ func (a *Auditor) decideRequests(ups []ReceiveUpdate, d *ServerHookData) error {
 	}
 	return lease.Errorf(lease.CodeRemoteRejected, "loopx requests are decided here, their refs are not kept (%d decided)", len(reqs)).With("decided", d.Decided)
 }
+
+// decidable reports whether the store at head is one whose requests the
+// server can decide: not one that requires signatures (the server cannot
+// sign for an agent), so the hook does not announce itself there.
+func (a *Auditor) decidable(head gitstore.Hash) bool {
+	sn, err := a.repo.Snapshot(head)
+	if err != nil {
+		return false
+	}
+	m, err := a.derived.View(sn).Meta()
+	return err == nil && m != nil && !m.RequireSignatures
+}

@@ -242,7 +242,7 @@ func (a *Auditor) ServerHookPreReceive(req ServerHookRequest) (*loopx.Result[Ser
 	res := &loopx.Result[ServerHookData]{Envelope: loopx.Envelope{Operation: "server-hook.pre-receive"}, Data: *d}
 	if len(d.Refused) == 0 {
 		for _, u := range req.Updates {
-			if req.Decide && slices.Contains(refs, u.Ref) {
+			if req.Decide && u.Ref == a.git.Ref() && a.decidable(u.New) {
 				res.Data.Announce = true
 			}
 		}

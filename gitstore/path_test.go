@@ -64,3 +64,29 @@ func FuzzValidPath(f *testing.F) {
 		}
 	})
 }
+
+// TestParseRequestRef: a request ref names the store's ref it is for and
+// the request's id; anything else is not a request.
+func TestParseRequestRef(t *testing.T) {
+	cases := []struct {
+		ref, store, id string
+		ok             bool
+	}{
+		{"refs/loopx/requests/loopx/state/0123abcd", "refs/loopx/state", "0123abcd", true},
+		{"refs/loopx/requests/heads/loopx/x1", "refs/heads/loopx", "x1", true},
+		{"refs/loopx/requests/state", "", "", false},        // no store ref
+		{"refs/loopx/requests/loopx/state/", "", "", false}, // no id
+		{"refs/loopx/state", "", "", false},
+		{"refs/heads/main", "", "", false},
+	}
+	for _, c := range cases {
+		store, id, ok := ParseRequestRef(c.ref)
+		if store != c.store || id != c.id || ok != c.ok {
+			t.Errorf("ParseRequestRef(%q) = %q, %q, %v; want %q, %q, %v", c.ref, store, id, ok, c.store, c.id, c.ok)
+		}
+	}
+	s := &Store{ref: "refs/loopx/state"}
+	if store, id, ok := ParseRequestRef(s.RequestRef("abc")); !ok || store != "refs/loopx/state" || id != "abc" {
+		t.Errorf("RequestRef does not parse back: %q %q %v", store, id, ok)
+	}
+}

@@ -140,10 +140,46 @@ func (s *Store) InstallRepoHook(name, marker, snippet string) (changed bool, pat
 		return true, path, writeHook(path, "#!/bin/sh\n"+snippet)
 	case err != nil:
 		return false, path, err
-	case bytes.Contains(old, []byte(marker)):
+	case bytes.Contains(old, []byte(snippet)):
 		return false, path, nil
+	case bytes.Contains(old, []byte(marker)):
+		return replaceBlock(path, old, marker, snippet)
 	}
 	return s.chainHook(dir, name, path, snippet)
+}
+
+// replaceBlock replaces loopx's block in the hook at path (from the line
+// holding marker to the next "# <<< " line, included) with snippet: an
+// install with other options (another loopx, --decide) updates its block
+// and leaves the rest of the hook as it is. A block without its end line
+// is left alone: nothing is changed.
+func replaceBlock(path string, old []byte, marker, snippet string) (bool, string, error) {
+	start := bytes.Index(old, []byte(marker))
+	if i := bytes.LastIndexByte(old[:start], '\n'); i >= 0 {
+		start = i + 1
+	} else {
+		start = 0
+	}
+	rel := bytes.Index(old[start:], []byte("\n# <<< "))
+	if rel < 0 {
+		return false, path, nil
+	}
+	end := start + rel + 1
+	if nl := bytes.IndexByte(old[end:], '\n'); nl >= 0 {
+		end += nl + 1
+	} else {
+		end = len(old)
+	}
+	updated := append(append(append([]byte{}, old[:start]...), snippet...), old[end:]...)
+	tmp := path + ".loopx-tmp"
+	if err := writeHook(tmp, string(updated)); err != nil {
+		return false, path, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return false, path, err
+	}
+	return true, path, nil
 }
 
 // chainHook renames the existing hook at path to a free chained name and
