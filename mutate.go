@@ -183,9 +183,6 @@ type TxStats struct {
 	LostRaces int `json:"lost_races"`
 	// Operation is the operation's name (task-lease.renew, ...).
 	Operation string `json:"operation"`
-	// DecidedBy is "server" when the server decided the request
-	// (decided.go), else empty: decided here.
-	DecidedBy string `json:"decided_by,omitempty"`
 	// Status is the answer's status (applied, replayed, no_change), or
 	// empty for a refusal or failure, whose contract code Code is.
 	Status string     `json:"status,omitempty"`
@@ -195,6 +192,9 @@ type TxStats struct {
 	// committing and, with a remote, fetching and pushing, retries
 	// included; not the process's start.
 	MS float64 `json:"ms"`
+	// DecidedBy is "server" when the server decided the request
+	// (decided.go), else empty: decided here.
+	DecidedBy string `json:"decided_by,omitempty"`
 }
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade

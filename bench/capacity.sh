@@ -24,6 +24,10 @@
 #   NS="8 16 32 64 128" DURATION=600 PERIOD=60 TTL=60 LATENCY_MS=25 \
 #     OUT=bench/capacity bash bench/capacity.sh [loopx binary]
 #
+# DECIDE=1: the server's pre-receive hook is loopx's, installed with
+# --decide: requests are decided by the server in order (each clone's
+# first mutation is a compare-and-swap push, on which it learns that).
+#
 # A short run: NS="4 8" DURATION=60 bash bench/capacity.sh
 #
 # Toxiproxy (v2.5.0) is built with `go install` into a temporary GOBIN: it is
@@ -138,6 +142,9 @@ setup() {
   done
   git init -q --bare "$work/srv/n$n.git"
   git -C "$d/seed" push -q "$work/srv/n$n.git" 'refs/loopx/*:refs/loopx/*'
+  if [ "${DECIDE:-}" = 1 ]; then
+    "$loopx" server-hook install --repo "$work/srv/n$n.git" --loopx "$loopx" --decide >/dev/null
+  fi
   # Cloned by path (quicker), then pointed at the server through the proxy.
   url="git://127.0.0.1:$proxy_port/n$n.git"
   for ((i = 0; i < n; i++)); do
@@ -171,6 +178,7 @@ tsv="$OUT/capacity.tsv"
 {
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $(git --version), Toxiproxy $TOXIPROXY_VERSION adding ${LATENCY_MS} ms each way;"
   echo "# per agent: loopx run --ttl-seconds $TTL on a new todo every ${PERIOD}s; ${DURATION}s per N; latencies in ms; cpu in seconds (share of $cores cores)"
+  [ "${DECIDE:-}" = 1 ] && echo "# the server decides requests (server-hook install --decide)"
   printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_errors\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\tloadavg_5m\n'
 } >"$tsv"
 cat "$tsv" >&2
@@ -202,6 +210,8 @@ for n in $NS; do
   lost=$(sed -n 's/^loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
   retries=$(grep -c '^loopx: tx: {.*"operation":"task-lease.renew","code"' "$d/stderr" || true)
   leases_lost=$(cat "$d"/rc.* | grep -c '^4$' || true)
+  decided=$(grep -c '^loopx: tx: {.*"decided_by":"server"' "$d/stderr" || true)
+  echo "  N=$n: $decided of $muts mutations decided by the server" >&2
   client=$(((client1 - client0)))
   server=$(((server1 - server0)))
   proxy=$(((proxy1 - proxy0)))

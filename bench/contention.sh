@@ -6,6 +6,11 @@
 #   path    one clone per agent, a bare repository by its path as the server
 #   daemon  one clone per agent, that bare repository through `git daemon`
 #           on 127.0.0.1
+#   hooked  daemon, the server running loopx's pre-receive hook (server-hook
+#           install: each pushed commit is verified)
+#   decided daemon, the hook installed with --decide: requests are pushed and
+#           decided by the server in order (each clone's first mutation is a
+#           compare-and-swap push, on which it learns that the server decides)
 # Each agent runs CYCLES cycles (3 mutations each) or until the time bound.
 # Prints per mode and N: mutations per second (all agents), p50 / p99 / max
 # latency of one mutation (one loopx process), lost compare-and-swaps per
@@ -14,7 +19,7 @@
 # slowest and fastest agents' finish times (starvation), and the single-agent
 # rate it is compared with (rate_vs_1).
 #
-#   bash bench/contention.sh [agents="1 8 16"] [modes="local path daemon"] [cycles=15] [bound_seconds=120] [loopx binary]
+#   bash bench/contention.sh [agents="1 8 16"] [modes="local path daemon hooked decided"] [cycles=15] [bound_seconds=120] [loopx binary]
 set -euo pipefail
 agents=${1:-"1 8 16"}
 modes=${2:-"local path daemon"}
@@ -87,23 +92,31 @@ setup() {
   else
     git init -q --bare "$d/srv.git"
     url="$d/srv.git"
-    if [ "$mode" = daemon ]; then
-      url="git://127.0.0.1:$port/$1-$2/srv.git"
-    fi
+    case $mode in
+    daemon | hooked | decided) url="git://127.0.0.1:$port/$1-$2/srv.git" ;;
+    esac
+    case $mode in
+    hooked) "$loopx" server-hook install --repo "$d/srv.git" --loopx "$loopx" >/dev/null ;;
+    decided) "$loopx" server-hook install --repo "$d/srv.git" --loopx "$loopx" --decide >/dev/null ;;
+    esac
     git clone -q "$url" "$d/repo" 2>/dev/null
     "$loopx" --repo "$d/repo" init --remote origin >/dev/null
   fi
   "$loopx" --repo "$d/repo" goal create --goal-id g >/dev/null
   for ((i = 0; i < n; i++)); do
-    "$loopx" --repo "$d/repo" agent register --goal-id g --agent-id "a$i" >/dev/null
     "$loopx" --repo "$d/repo" todo add --goal-id g --todo-id "todo_agent$i" --text "agent $i" >/dev/null
   done
+  # Each agent registers from its own clone, one after the other: a clone's
+  # first push is where it learns that a server decides (decided mode), so
+  # the timed cycles measure the steady state in every mode.
   for ((i = 0; i < n; i++)); do
     if [ "$mode" = local ]; then
+      "$loopx" --repo "$d/repo" agent register --goal-id g --agent-id "a$i" >/dev/null
       echo "$d/repo"
     else
       git clone -q "$url" "$d/c$i" 2>/dev/null
       "$loopx" --repo "$d/c$i" init --remote origin >/dev/null
+      "$loopx" --repo "$d/c$i" agent register --goal-id g --agent-id "a$i" >/dev/null
       echo "$d/c$i"
     fi
   done
@@ -111,7 +124,7 @@ setup() {
 
 port=
 for mode in $modes; do
-  if [ "$mode" = daemon ] && [ -z "$daemon_pid" ]; then
+  if [[ $mode =~ ^(daemon|hooked|decided)$ ]] && [ -z "$daemon_pid" ]; then
     port=$((20000 + RANDOM % 20000))
     git daemon --verbose --reuseaddr --export-all --enable=receive-pack --base-path="$work" \
       --listen=127.0.0.1 --port="$port" "$work" 2>"$work/daemon.log" &
@@ -142,7 +155,7 @@ for mode in $modes; do
     wait "${pids[@]}" # not the daemon
     end=$EPOCHREALTIME
     conns=-
-    if [ "$mode" = daemon ]; then
+    if [[ $mode =~ ^(daemon|hooked|decided)$ ]]; then
       conns=$(printf '%.2f' "$(echo "($(grep -c 'Connection from' "$work/daemon.log" || true) - $conns0) / ($(cat "$work"/lat.* | wc -l) + 0.000001)" | bc -l)")
     fi
     elapsed_us=$((${end/./} - ${start/./}))
