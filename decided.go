@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
 	"github.com/loopx-dev/loopx/internal/storeerr"
@@ -26,14 +27,17 @@ import (
 //	        (Store.apply on the server's repository: its writer fence, its
 //	        clock, the same rules, the same two commits).
 //
-// Any other reply (a refusal, a replay, no change, a server that does not
-// decide, an answer that does not check out) falls back to the
-// compare-and-swap transaction, which decides on the server's head itself:
-// a refusal is then this client's own (with its typed details), a replay
-// answers from its receipt, and a request the server did commit but whose
-// answer was lost finds its receipt, as after any lost push. A store that
-// requires signatures is never decided by the server (it cannot sign for
-// the agent); its requests are refused there and take the fallback.
+// A refusal or an answer that commits nothing (a replay, no change) is
+// made again the same way: decided on <base> at the server's time, it
+// gives this build's typed error or payload. Anything else falls back to
+// the compare-and-swap transaction, which decides on the server's head
+// itself: a server that does not decide, one that answered nothing (the
+// connection dropped after it decided: the fallback finds the receipt, as
+// after any lost push), a refusal made before the decision (a busy fence)
+// or an answer that does not check out. A store that requires signatures
+// is never decided by the server (it cannot sign for the agent): the
+// server does not announce itself there and refuses its requests.
+// TxStats says which path a mutation took (decided_by, server_said).
 
 // decideRequest is the body of a request push: the canonical request and
 // the client's default goal (Options.DefaultGoal, or the one its agent
@@ -51,6 +55,7 @@ type decideReply struct {
 	Base    string     `json:"base,omitempty"`  // the head decided on
 	State   string     `json:"state,omitempty"` // the state commit made
 	Head    string     `json:"head,omitempty"`  // the head after the board
+	At      string     `json:"at,omitempty"`    // the decision's time (RFC 3339)
 	Code    lease.Code `json:"code,omitempty"`
 	Message string     `json:"message,omitempty"`
 }
@@ -81,14 +86,23 @@ func (s *Store) DecideRequest(body []byte) string {
 	saved := s.defaultGoal
 	s.defaultGoal = req.DefaultGoal
 	defer func() { s.defaultGoal = saved }()
-	res, out, tx, err := s.applyTx(call, true)
+	res, out, tx, at, err := s.applyTx(call, true)
+	when := ""
+	if !at.IsZero() {
+		when = at.UTC().Format(time.RFC3339)
+	}
 	if err != nil {
-		return refused(err)
+		var r decideReply
+		_ = json.Unmarshal([]byte(refused(err)), &r)
+		if !tx.Base.IsZero() {
+			r.Base, r.At = tx.Base.String(), when
+		}
+		return reply(r)
 	}
 	if !out.Write {
-		return reply(decideReply{Status: "unchanged", Base: tx.Base.String()})
+		return reply(decideReply{Status: "unchanged", Base: tx.Base.String(), Head: res.CurrentRevision, At: when})
 	}
-	return reply(decideReply{Status: "committed", Base: tx.Base.String(), State: tx.State.String(), Head: res.CurrentRevision})
+	return reply(decideReply{Status: "committed", Base: tx.Base.String(), State: tx.State.String(), Head: res.CurrentRevision, At: when})
 }
 
 // RefusedReply is the reply line of a request the server refused (err
@@ -113,40 +127,80 @@ func firstLine(s string) string {
 // applyByServer asks the server to decide call, when it announced that it
 // decides (see the top of this file). ok false: take the compare-and-swap
 // path.
-func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult, ok bool) {
+//
+// said is, when the server was asked and its answer is not used, what it
+// answered (TxStats.ServerSaid).
+func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult, ok bool, said string) {
 	if s.git == nil || !s.remote.Online() || s.unrecorded || call.Op.Name == lease.OpStoreUpgrade || !s.git.DeciderKnown(s.remote.Name()) {
-		return a, tx, false
+		return a, tx, false, ""
 	}
 	raw, err := call.Encode()
 	if err != nil {
-		return a, tx, false
+		return a, tx, false, ""
 	}
 	body, err := json.Marshal(decideRequest{Request: raw, DefaultGoal: s.defaultGoal})
 	if err != nil {
-		return a, tx, false
+		return a, tx, false, ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitstore.DefaultRetry.Timeout)
 	defer cancel()
 	line, err := s.git.PushRequest(ctx, s.remote.Name(), body)
+	if errors.Is(err, gitstore.ErrNoDecider) {
+		return a, tx, false, "no_decider"
+	}
 	if err != nil {
-		return a, tx, false
+		return a, tx, false, "no_answer"
 	}
 	var r decideReply
-	if json.Unmarshal([]byte(line), &r) != nil || r.Status != "committed" {
-		return a, tx, false
+	if json.Unmarshal([]byte(line), &r) != nil {
+		return a, tx, false, "no_answer"
 	}
-	base, state, head := gitstore.ParseHash(r.Base), gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
-	if state.IsZero() || head.IsZero() {
-		return a, tx, false
+	said = r.Status
+	if r.Status == "refused" {
+		said = string(r.Code)
 	}
-	if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
-		return a, tx, false
+	at, terr := time.Parse(time.RFC3339, r.At)
+	base := gitstore.ParseHash(r.Base)
+	if terr != nil || base.IsZero() {
+		return a, tx, false, said
 	}
-	a, err = s.redecide(base, state)
-	if err != nil {
-		return a, tx, false
+	switch r.Status {
+	case "committed":
+		state, head := gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
+		if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
+			return a, tx, false, said
+		}
+		if a, err = s.redecide(base, state); err != nil {
+			return a, tx, false, said
+		}
+		return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true}, true, ""
+	case "refused", "unchanged":
+		// The same decision made here, on the head and at the time the
+		// server decided it: the answer with this build's typed details.
+		sn, err := s.repo.Snapshot(base)
+		if err != nil {
+			if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the base
+				return a, tx, false, said
+			}
+			if sn, err = s.repo.Snapshot(base); err != nil {
+				return a, tx, false, said
+			}
+		}
+		a = s.decide(sn, call, at)
+		le, isLease := lease.AsError(a.err)
+		switch {
+		case r.Status == "refused" && (!isLease || le.Code != r.Code):
+			return a, tx, false, said
+		case r.Status == "unchanged" && (a.err != nil || a.out == nil || a.out.Write):
+			return a, tx, false, said
+		}
+		head := gitstore.ParseHash(r.Head)
+		if head.IsZero() {
+			head = base
+		}
+		return a, gitstore.TxResult{Head: head, Base: base, Attempts: 1, ByServer: true}, true, ""
 	}
-	return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true}, true
+	return a, tx, false, said
 }
 
 // errNotReproduced: a commit the server reported that this client does not

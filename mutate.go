@@ -127,51 +127,58 @@ type attempt struct {
 	board    *boardPlan
 	proposal *gitstore.Proposal
 	err      error
+	at       time.Time // the decision's time (zero: refused before it was known)
 }
 
 // apply runs call's transaction, and returns its result and the decision's
 // outcome; upgrade lets it first upgrade a store of an older format (once).
 func (s *Store) apply(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, error) {
-	res, out, _, err := s.applyTx(call, upgrade)
+	res, out, _, _, err := s.applyTx(call, upgrade)
 	return res, out, err
 }
 
-// applyTx is apply, and says how its transaction went.
-func (s *Store) applyTx(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, gitstore.TxResult, error) {
+// applyTx is apply, and says how its transaction went and the time of its
+// last decision (decided.go).
+func (s *Store) applyTx(call lease.Call, upgrade bool) (*Result[any], *lease.Outcome, gitstore.TxResult, time.Time, error) {
 	if err := s.remote.CheckOfflineWork(); err != nil {
-		return nil, nil, gitstore.TxResult{}, err
+		return nil, nil, gitstore.TxResult{}, time.Time{}, err
 	}
 	start := clock.Or(s.opts.Clock).Now()
-	if last, tx, ok := s.applyByServer(call); ok {
-		s.derived.MaybePrune()
-		if s.opts.AfterCommit != nil {
-			s.opts.AfterCommit()
+	last, tx, ok, said := s.applyByServer(call)
+	if !ok {
+		tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
+			last = s.decide(sn, call, time.Time{})
+			return last.proposal, last.err
+		})
+		if errors.Is(err, errUpgradeFirst) && upgrade {
+			if _, _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
+				return nil, nil, tx, last.at, err
+			}
+			return s.applyTx(call, false)
 		}
-		s.txStats(call, tx, start, last.out.Status, nil)
-		return s.report(last, tx), last.out, tx, nil
-	}
-	var last attempt
-	tx, err := s.repo.Transact(context.Background(), func(sn *gitstore.Snapshot) (*gitstore.Proposal, error) {
-		last = s.decide(sn, call, time.Time{})
-		return last.proposal, last.err
-	})
-	if errors.Is(err, errUpgradeFirst) && upgrade {
-		if _, _, err := s.apply(lease.CallOf(lease.UpgradeRequest{FormatVersion: lease.FormatVersion, StoreID: s.opts.newStoreID()}), false); err != nil {
-			return nil, nil, tx, err
+		if err != nil {
+			err = s.annotateErr(storeerr.Map(err))
+			s.txStats(call, tx, start, "", err, said)
+			return nil, nil, tx, last.at, err
 		}
-		return s.applyTx(call, false)
+		return s.finish(call, last, tx, start, said)
 	}
-	if err != nil {
-		err = s.annotateErr(storeerr.Map(err))
-		s.txStats(call, tx, start, "", err)
-		return nil, nil, tx, err
+	if last.err != nil { // the server's refusal, decided again here
+		err := s.annotateErr(storeerr.Map(last.err))
+		s.txStats(call, tx, start, "", err, "")
+		return nil, nil, tx, last.at, err
 	}
+	return s.finish(call, last, tx, start, "")
+}
+
+// finish reports a transaction that decided.
+func (s *Store) finish(call lease.Call, last attempt, tx gitstore.TxResult, start time.Time, said string) (*Result[any], *lease.Outcome, gitstore.TxResult, time.Time, error) {
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
 	s.derived.MaybePrune()
-	s.txStats(call, tx, start, last.out.Status, nil)
-	return s.report(last, tx), last.out, tx, nil
+	s.txStats(call, tx, start, last.out.Status, nil, said)
+	return s.report(last, tx), last.out, tx, last.at, nil
 }
 
 // TxStats is how one mutation's transaction went (Options.TxStats).
@@ -195,11 +202,15 @@ type TxStats struct {
 	// DecidedBy is "server" when the server decided the request
 	// (decided.go), else empty: decided here.
 	DecidedBy string `json:"decided_by,omitempty"`
+	// ServerSaid is, when a server that decides did not (and the request
+	// was decided here instead), what it answered: "unchanged", a
+	// refusal's code, or "no_answer".
+	ServerSaid string `json:"server_said,omitempty"`
 }
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade
 // run first on the way is reported by itself, as its own transaction.
-func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, status string, err error) {
+func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, status string, err error, said string) {
 	if s.opts.TxStats == nil {
 		return
 	}
@@ -208,6 +219,7 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 	if tx.ByServer {
 		st.DecidedBy = "server"
 	}
+	st.ServerSaid = said
 	if err != nil {
 		st.Code = lease.CodeStoreIO
 		if le, ok := lease.AsError(err); ok {
@@ -243,20 +255,20 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) att
 		return attempt{err: err}
 	}
 	if err := c.Resolve(v, lease.Defaults{Goal: s.defaultGoal}, now); err != nil {
-		return attempt{err: err}
+		return attempt{err: err, at: now}
 	}
 	o, err := c.Decide(v, now)
 	if err != nil {
-		return attempt{err: err}
+		return attempt{err: err, at: now}
 	}
-	a := attempt{out: o}
+	a := attempt{out: o, at: now}
 	if !o.Write {
 		return a
 	}
 	if !s.unrecorded {
 		req, err := c.Encode()
 		if err != nil {
-			return attempt{err: err}
+			return attempt{err: err, at: now}
 		}
 		o.Request = string(req)
 	}
@@ -265,17 +277,17 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) att
 	// without the decision's own writes).
 	rule, err := lease.CommitSigner(s.viewOf(sn), c, o)
 	if err != nil {
-		return attempt{err: err}
+		return attempt{err: err, at: now}
 	}
 	if p.Info.Sign, err = s.keys.signer(rule); err != nil {
-		return attempt{err: err}
+		return attempt{err: err, at: now}
 	}
 	for _, ch := range v.Changes() {
 		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
 	}
 	// A record loopx would refuse to read (oversize) is never written.
 	if err := lease.CheckRecordSizes(v.Changes()); err != nil {
-		return attempt{err: err}
+		return attempt{err: err, at: now}
 	}
 	a.board, p.Next = s.planBoard(sn, v, o, now)
 	a.proposal = p

@@ -397,6 +397,11 @@ func (a *Auditor) ServerHookInstall(refs, codeRefs []string, exe string, decide 
 	if err != nil {
 		return nil, storeerr.Map(err)
 	}
+	// The decider ref tells clients listing the server's refs that it
+	// decides (gitstore/request.go); without --decide it is removed.
+	if err := a.git.SetDecider(decide); err != nil {
+		return nil, storeerr.Map(err)
+	}
 	if exe == "" {
 		exe = "loopx"
 	}

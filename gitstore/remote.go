@@ -239,7 +239,7 @@ func (s *Store) Push(ctx context.Context, remote string, old, new Hash) error {
 	case rep.applied:
 		s.setTracking(remote, new)
 		if strings.Contains(rep.server, DeciderAnnouncement) {
-			s.noteDecider(remote, rep.server)
+			s.noteDecider(remote)
 		} else {
 			s.forgetDecider(remote)
 		}

@@ -25,13 +25,15 @@ import (
 // "remote: loopx-decided: ...". Requests are decided one at a time, in
 // the order they reach the fence, and none is lost to a race.
 //
-// A client learns that a server decides from the server itself: its hook
-// says DeciderAnnouncement on every push to the store's ref that it
-// accepts, and the clone remembers it (a side file per remote and ref,
-// DeciderKnown); a first mutation through a server is therefore always a
-// compare-and-swap push. A request push that a server accepts (the hook
-// is gone: the ref was created) is undone at once, the memory dropped,
-// and the caller falls back to compare-and-swap.
+// A client learns that a server decides from the server itself: the
+// server holds the decider ref (DeciderRef, written by `server-hook
+// install --decide`), which every listing of the server's ref lists too
+// (`init --remote`, the polls of `run` and of waits), and its hook says
+// DeciderAnnouncement on every push to the store's ref that it accepts.
+// The clone remembers what it last heard (a side file per remote and ref,
+// DeciderKnown). A request push that a server accepts (the hook is gone:
+// the ref was created) is undone at once, the memory dropped, and the
+// caller falls back to compare-and-swap.
 
 // RequestsPrefix is where requests are pushed: RequestsPrefix + the
 // store's ref without "refs/" + "/" + the request's id.
@@ -43,6 +45,39 @@ const DecidedPrefix = "loopx-decided: "
 // DeciderAnnouncement is what a deciding server's hook says on an
 // accepted push to the store's ref.
 const DeciderAnnouncement = "loopx-decider: requests to this ref are decided here"
+
+// DeciderRefPrefix is where a deciding server says so: DeciderRefPrefix +
+// the store's ref without "refs/".
+const DeciderRefPrefix = "refs/loopx/deciders/"
+
+// DeciderRef is the ref a server holds when its hook decides requests to
+// the store's ref.
+func (s *Store) DeciderRef() string {
+	return DeciderRefPrefix + strings.TrimPrefix(s.ref, "refs/")
+}
+
+// SetDecider writes (on) or deletes (off) the store's decider ref in this
+// repository: a server's, whose hook decides requests. Its commit holds
+// nothing but a message saying so.
+func (s *Store) SetDecider(on bool) error {
+	ref := s.DeciderRef()
+	cur, err := readRef(s.commonDir, ref)
+	if err != nil {
+		cur = ZeroHash
+	}
+	want := ZeroHash
+	if on {
+		msg := "loopx: requests pushed to " + RequestsPrefix + strings.TrimPrefix(s.ref, "refs/") + "/<id> are decided by this server's pre-receive hook\n"
+		if want, err = s.WriteCommit(ZeroHash, nil, CommitInfo{Message: msg, AuthorName: "loopx", AuthorEmail: "loopx@localhost",
+			CommitterName: "loopx", CommitterEmail: "loopx@localhost", When: time.Unix(0, 0).UTC()}); err != nil {
+			return err
+		}
+	}
+	if cur == want {
+		return nil
+	}
+	return s.UpdateRef(ref, cur, want)
+}
 
 // RequestRef is the ref a request with the given id is pushed to.
 func (s *Store) RequestRef(id string) string {
@@ -154,12 +189,18 @@ func (s *Store) DeciderKnown(remote string) bool {
 	return age >= -time.Minute && age < deciderMemory
 }
 
-// noteDecider remembers what a push to the store's ref heard: whether the
-// server announced that it decides.
-func (s *Store) noteDecider(remote string, serverLines string) {
-	if strings.Contains(serverLines, DeciderAnnouncement) {
-		_ = s.WriteSideFile(s.deciderFile(remote), fmt.Appendf(nil, "%d\n", s.clock.Now().UnixMilli()), false)
+// noteDecider remembers that remote said it decides (best effort: it is
+// advice).
+func (s *Store) noteDecider(remote string) {
+	if data, _ := s.ReadSideFile(s.deciderFile(remote)); data != nil {
+		var ms int64
+		if n, err := fmt.Sscanf(string(data), "%d\n", &ms); err == nil && n == 1 {
+			if age := s.clock.Since(time.UnixMilli(ms)); age >= 0 && age < time.Hour {
+				return // heard within the hour: not written again on every poll
+			}
+		}
 	}
+	_ = s.WriteSideFile(s.deciderFile(remote), fmt.Appendf(nil, "%d\n", s.clock.Now().UnixMilli()), false)
 }
 
 func (s *Store) forgetDecider(remote string) {

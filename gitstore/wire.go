@@ -140,24 +140,35 @@ func (s *Store) gitLsRemote(ctx context.Context, remote, target string) (Hash, e
 	// prefix in v2 (its patterns match ref names from the end), so v2
 	// lists every ref too, after one more round trip (a second HTTP
 	// request, a stall of TCP's delayed acknowledgement on git://).
-	out, err := s.wireGit(ctx, "-c", "protocol.version=0", "ls-remote", target, s.ref)
+	// The server's decider ref is listed too: whether it decides requests
+	// (request.go) is learned from every listing.
+	out, err := s.wireGit(ctx, "-c", "protocol.version=0", "ls-remote", target, s.ref, s.DeciderRef())
 	if err != nil {
 		return ZeroHash, noGit(remote, err)
 	}
 	if out.code != 0 {
 		return ZeroHash, s.wireError(ctx, remote, target, "list refs", out, false)
 	}
+	head, decides := ZeroHash, false
 	for _, line := range strings.Split(out.stdout, "\n") {
 		hash, name, ok := strings.Cut(strings.TrimSpace(line), "\t")
-		if ok && name == s.ref {
+		switch {
+		case ok && name == s.ref:
 			h, ok := parseHash(hash)
 			if !ok {
 				return ZeroHash, fmt.Errorf("gitstore: remote %s: ls-remote answered %q: %w", remote, line, ErrRemoteUnavailable)
 			}
-			return h, nil
+			head = h
+		case ok && name == s.DeciderRef():
+			decides = true
 		}
 	}
-	return ZeroHash, nil
+	if decides {
+		s.noteDecider(remote)
+	} else {
+		s.forgetDecider(remote)
+	}
+	return head, nil
 }
 
 func parseHash(s string) (Hash, bool) {

@@ -583,6 +583,7 @@ func (r *Remote) PublishOrAdopt(ctx context.Context, adopt bool) (action string,
 			r.noteFetched(local)
 			return "published", nil
 		case local == remoteHead:
+			r.learnDecider(ctx)
 			return "up_to_date", nil
 		default:
 			if known := r.localStoreID(); known != "" && !adopt {
@@ -598,9 +599,19 @@ func (r *Remote) PublishOrAdopt(ctx context.Context, adopt bool) (action string,
 			r.sh.mu.Lock()
 			r.sh.knownRead = false // the adopted store is the one this clone uses now
 			r.sh.mu.Unlock()
+			r.learnDecider(ctx)
 			return "adopted", nil
 		}
 	}
+}
+
+// learnDecider lists the server's refs once, which tells the clone
+// whether the server decides requests (gitstore/request.go): a clone that
+// adopted a store sends its first request to a deciding server, instead
+// of racing its compare-and-swap against the server's decisions. Best
+// effort: the next listing or push tells it too.
+func (r *Remote) learnDecider(ctx context.Context) {
+	_, _ = r.git.LsRemote(ctx, r.name)
 }
 
 // storeIDAt reads the store id of the store at commit h.

@@ -126,6 +126,12 @@ then it exits non-zero and git refuses the whole push.`,
 			if err != nil {
 				return err
 			}
+			if decide && os.Getenv("LOOPX_LOCK_TIMEOUT") == "" {
+				// Requests queue on the server's writer fence, decided
+				// one at a time: wait as long as a client's transaction
+				// may take, not the 10 s of a command that races.
+				os.Setenv("LOOPX_LOCK_TIMEOUT", gitstore.DefaultRetry.Timeout.String())
+			}
 			s, err := e.open()
 			if err != nil {
 				return err
