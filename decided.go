@@ -167,6 +167,9 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	switch r.Status {
 	case "committed":
 		state, head := gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
+		if a, ok := s.reproduce(call, base, state, head, at); ok {
+			return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Reproduced: true}, true, ""
+		}
 		if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
 			return a, tx, false, said
 		}
@@ -194,13 +197,34 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		case r.Status == "unchanged" && (a.err != nil || a.out == nil || a.out.Write):
 			return a, tx, false, said
 		}
-		head := gitstore.ParseHash(r.Head)
-		if head.IsZero() {
-			head = base
-		}
-		return a, gitstore.TxResult{Head: head, Base: base, Attempts: 1, ByServer: true}, true, ""
+		// The head reported is the one decided on, which is here (a board
+		// the server delivered on the way is fetched by the next read).
+		return a, gitstore.TxResult{Head: base, Base: base, Attempts: 1, ByServer: true}, true, ""
 	}
 	return a, tx, false, said
+}
+
+// reproduce makes the server's commits again here when the head they were
+// decided on is here (no other writer came between this clone's last
+// look at the server and the decision): the same decision, at the same
+// time, gives byte for byte the same state and board commits, which are
+// then written here and the local ref moved to them, without a fetch.
+// Otherwise (the head is not here, or the commits differ) ok is false and
+// the caller fetches them.
+func (s *Store) reproduce(call lease.Call, base, state, head gitstore.Hash, at time.Time) (attempt, bool) {
+	sn, err := s.repo.Snapshot(base)
+	if err != nil {
+		return attempt{}, false
+	}
+	a := s.decide(sn, call, at)
+	if a.err != nil || a.proposal == nil {
+		return attempt{}, false
+	}
+	if ok, err := s.git.Reproduce(base, a.proposal, state, head); err != nil || !ok {
+		return attempt{}, false
+	}
+	s.remote.Published(head)
+	return a, true
 }
 
 // errNotReproduced: a commit the server reported that this client does not

@@ -206,6 +206,9 @@ type TxStats struct {
 	// was decided here instead), what it answered: "unchanged", a
 	// refusal's code, or "no_answer".
 	ServerSaid string `json:"server_said,omitempty"`
+	// Reproduced: the server's commits were made again here from the
+	// same decision instead of being fetched (decided.go).
+	Reproduced bool `json:"reproduced,omitempty"`
 }
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade
@@ -218,6 +221,7 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status, MS: ms}
 	if tx.ByServer {
 		st.DecidedBy = "server"
+		st.Reproduced = tx.Reproduced
 	}
 	st.ServerSaid = said
 	if err != nil {

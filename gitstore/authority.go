@@ -39,8 +39,9 @@ type TxResult struct {
 	Base Hash
 	// Attempts counts decisions; Conflicts the lost compare-and-swaps.
 	Attempts, Conflicts int
-	// ByServer: the server decided and committed (request.go).
-	ByServer bool
+	// ByServer: the server decided and committed (request.go);
+	// Reproduced: its commits were made again here, not fetched.
+	ByServer, Reproduced bool
 }
 
 // RetryPolicy bounds the retries of lost compare-and-swaps: the one retry

@@ -206,3 +206,26 @@ func (s *Store) noteDecider(remote string) {
 func (s *Store) forgetDecider(remote string) {
 	_ = s.RemoveSideFile(s.deciderFile(remote))
 }
+
+// Reproduce builds the commits of p on parent (its own and the one Next
+// chains on it) and, when they are exactly first and head (the commits
+// a server made deciding the same request: request.go), writes their
+// objects here and returns true, so they need not be fetched. Nothing is
+// written otherwise. No ref moves.
+func (s *Store) Reproduce(parent Hash, p *Proposal, first, head Hash) (bool, error) {
+	pr, err := s.prepareProposal(parent, p)
+	if err != nil {
+		return false, err
+	}
+	if pr.first != first || pr.head != head {
+		return false, nil
+	}
+	if err := s.writePrepared(pr); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SetTracking records h as remote's last known value of the store's ref
+// (advisory: see TrackingRef).
+func (s *Store) SetTracking(remote string, h Hash) { s.setTracking(remote, h) }

@@ -314,6 +314,16 @@ func (r *Remote) advanceLocal(target gitstore.Hash, writer bool) {
 	}
 }
 
+// Published takes h, a head the server holds and whose commits are here,
+// as the server's head, as a push of this clone's would: the tracking ref
+// and the local ref follow it (decided.go in the root package, whose
+// clone made the server's commits again instead of fetching them).
+func (r *Remote) Published(h gitstore.Hash) {
+	r.git.SetTracking(r.name, h)
+	r.noteFetched(h)
+	r.advanceLocal(h, true)
+}
+
 // backupRef is where a local head that is not on the server is kept.
 func (r *Remote) backupRef(h gitstore.Hash) string {
 	return "refs/loopx/backup/" + strings.TrimPrefix(r.git.TrackingRef(r.name), "refs/loopx/remotes/") + "/" + h.String()
