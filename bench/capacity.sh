@@ -204,7 +204,7 @@ for n in $NS; do
   secs=$(echo "(${end/./} - ${start/./}) / 1000000" | bc -l)
   cat "$d"/stderr.* >"$d/stderr"
   for op in acquire renew release; do
-    sed -n "s/^loopx: tx: {.*\"operation\":\"task-lease.$op\",\"status\".*\"ms\":\([0-9.]*\)}.*/\1/p" "$d/stderr" >"$d/ms.$op"
+    sed -n "s/^loopx: tx: {.*\"operation\":\"task-lease.$op\",\"status\".*\"ms\":\([0-9.]*\)[,}].*/\1/p" "$d/stderr" >"$d/ms.$op"
   done
   muts=$(grep -c '^loopx: tx: {.*"status":' "$d/stderr" || true)
   lost=$(sed -n 's/^loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
