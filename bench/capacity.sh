@@ -24,6 +24,7 @@
 #   NS="8 16 32 64 128" DURATION=600 PERIOD=60 TTL=60 LATENCY_MS=25 \
 #     OUT=bench/capacity bash bench/capacity.sh [loopx binary]
 #
+# KEEP=DIR keeps each N's transaction lines there (stderr-nN.txt).
 # DECIDE=1: the server's pre-receive hook is loopx's, installed with
 # --decide: requests are decided by the server in order (each clone's
 # first mutation is a compare-and-swap push, on which it learns that).
@@ -98,17 +99,29 @@ mkdir -p "$work/srv"
 daemon_pid=$!
 pids_to_stop+=("$daemon_pid")
 wait_port "$daemon_port"
-api_port=$(free_port)
-"$work/bin/server" -host 127.0.0.1 -port "$api_port" >"$work/toxiproxy.log" 2>&1 &
-proxy_pid=$!
-pids_to_stop+=("$proxy_pid")
-wait_port "$api_port"
-proxy_port=$(free_port)
+# start_proxy: a fresh Toxiproxy in front of the daemon (one per N). One
+# that had carried a run of 32 agents (some 16,000 connections, logging at
+# its default trace level) took 2.7 to 5 s to answer a new connection even
+# when idle, against 54 ms for a fresh one: it measured itself, not the
+# server. So each N gets its own, logging warnings only.
+proxy_pid=
+start_proxy() {
+  if [ -n "$proxy_pid" ]; then
+    kill "$proxy_pid" 2>/dev/null || true
+    wait "$proxy_pid" 2>/dev/null || true
+  fi
+  api_port=$(free_port)
+  LOG_LEVEL=warn "$work/bin/server" -host 127.0.0.1 -port "$api_port" >>"$work/toxiproxy.log" 2>&1 &
+  proxy_pid=$!
+  pids_to_stop+=("$proxy_pid")
+  wait_port "$api_port"
+  proxy_port=$(free_port)
+  toxi create --listen "127.0.0.1:$proxy_port" --upstream "127.0.0.1:$daemon_port" gitd
+  toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --upstream --toxicName lat_up gitd
+  toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --downstream --toxicName lat_down gitd
+  wait_port "$proxy_port"
+}
 toxi() { "$work/bin/cli" --host "http://127.0.0.1:$api_port" "$@" >/dev/null; }
-toxi create --listen "127.0.0.1:$proxy_port" --upstream "127.0.0.1:$daemon_port" gitd
-toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --upstream --toxicName lat_up gitd
-toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --downstream --toxicName lat_down gitd
-wait_port "$proxy_port"
 
 # cpu_ticks PID [children]: user+system clock ticks of a process (and, with
 # "children", of its waited-for descendants) from /proc/PID/stat.
@@ -185,6 +198,7 @@ cat "$tsv" >&2
 for n in $NS; do
   cycles=$(((DURATION + PERIOD - 1) / PERIOD))
   echo "# N=$n: setting up ($cycles todos per agent; load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  start_proxy
   setup "$n" "$cycles"
   d="$work/n$n"
   client0=$(cpu_ticks $$ children)
@@ -228,6 +242,8 @@ for n in $NS; do
     echo "  errors: $(grep -ho '"operation":"[a-z.-]*","code":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
     echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
   fi
+  # KEEP=DIR keeps each N's transaction lines (stderr-nN.txt).
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$d/stderr" "$KEEP/stderr-n$n.txt"; fi
   # This N's clones and server repository are no longer needed.
   rm -rf "$d" "$work/srv/n$n.git"
 done
