@@ -200,6 +200,11 @@ type HoldRequest struct {
 	Wait WaitOptions
 	// Policy is the renewal policy; zero: DefaultHoldPolicy(TTL).
 	Policy HoldPolicy
+	// Poll, with the default policy, is how often the server's head is
+	// polled between renewals (0: DefaultHoldPoll): how soon a lost lease
+	// is noticed, against one connection to the server per poll (and a
+	// fetch when the head moved).
+	Poll time.Duration
 	// OnLost runs once, on the renewing goroutine, when the lease is lost
 	// (before Lost() closes).
 	OnLost func(*lease.Error)
@@ -272,6 +277,7 @@ func HoldLease(ctx context.Context, s Store, req HoldRequest) (*Hold, loopx.Repl
 	policy := req.Policy
 	if policy == (HoldPolicy{}) {
 		policy = DefaultHoldPolicy(ttl)
+		policy.Poll = req.Poll
 	}
 	if err := lease.CheckTTL(req.Acquire.TTLSeconds); err != nil {
 		return nil, nil, err

@@ -25,6 +25,8 @@
 #     OUT=bench/capacity bash bench/capacity.sh [loopx binary]
 #
 # KEEP=DIR keeps each N's transaction lines there (stderr-nN.txt).
+# POLL=D: each run polls the server's head every D (`loopx run --poll`;
+# default 2s): one connection per agent per D, and a fetch when it moved.
 # DECIDE=1: the server's pre-receive hook is loopx's, installed with
 # --decide: requests are decided by the server in order (each clone's
 # first mutation is a compare-and-swap push, on which it learns that).
@@ -176,7 +178,7 @@ agent() {
   for ((c = 0; c < cycles; c++)); do
     rc=0
     LOOPX_TX_STATS=1 "$loopx" --repo "$d/c$i" --goal-id g run --todo-id "todo_a${i}_c$c" --owner "a$i" \
-      --idempotency-key "k$c" --ttl-seconds "$TTL" --write-scope "w$i/**" -- sleep "$PERIOD" \
+      --idempotency-key "k$c" --ttl-seconds "$TTL" --write-scope "w$i/**" ${POLL:+--poll "$POLL"} -- sleep "$PERIOD" \
       >>"$d/stdout.$i" 2>>"$d/stderr.$i" || rc=$?
     echo "$rc" >>"$d/rc.$i"
   done
@@ -192,6 +194,7 @@ tsv="$OUT/capacity.tsv"
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $(git --version), Toxiproxy $TOXIPROXY_VERSION adding ${LATENCY_MS} ms each way;"
   echo "# per agent: loopx run --ttl-seconds $TTL on a new todo every ${PERIOD}s; ${DURATION}s per N; latencies in ms; cpu in seconds (share of $cores cores)"
   [ "${DECIDE:-}" = 1 ] && echo "# the server decides requests (server-hook install --decide)"
+  [ -n "${POLL:-}" ] && echo "# each run polls the server's head every $POLL (loopx run --poll)"
   printf 'agents\tseconds\tmutations\tops_s\tacquire_p50\tacquire_p99\trenew_p50\trenew_p99\trelease_p50\trelease_p99\tlost_per_update\trenew_errors\tleases_lost\tclient_cpu_s\tclient_cpu_pct\tserver_cpu_s\tserver_cpu_pct\tproxy_cpu_s\tloadavg_5m\n'
 } >"$tsv"
 cat "$tsv" >&2

@@ -51,7 +51,7 @@ func runCmd(e *env) *cobra.Command {
 		req               agent.RunRequest
 		scopes, evidence  []string
 		claim, complete   bool
-		grace, wait       time.Duration
+		grace, wait, poll time.Duration
 		todo, owner, key  string
 		ttl               int64
 		note              string
@@ -112,10 +112,13 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 				return usageError("--evidence and --note need --complete-on-success")
 			case grace < 0 || wait < 0:
 				return usageError("--grace and --wait take a positive duration")
+			case c.Flags().Changed("poll") && (poll < 100*time.Millisecond || poll >= time.Duration(ttl)*time.Second):
+				return usageError("--poll %v: want at least 100ms and less than the TTL", poll)
 			}
 			req.Hold = agent.HoldRequest{Claim: claim, Wait: agent.WaitOptions{Timeout: wait},
 				Acquire: lease.AcquireRequest{Goal: e.goal, Todo: todo, Owner: owner, IdempotencyKey: key,
 					TTLSeconds: ttl, WriteScopes: scopes}}
+			req.Hold.Poll = poll
 			req.Command, req.Grace = args, grace
 			req.CompleteOnSuccess, req.Evidence, req.Note = complete, evidence, note
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, e.stdout, e.stderr
@@ -197,6 +200,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 	f.StringVar(&note, "note", "", "with --complete-on-success: closing note")
 	f.DurationVar(&grace, "grace", agent.DefaultGrace, "after a lost lease, time between SIGTERM and SIGKILL")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long while the lease is held by another execution (or a scope conflicts)")
+	f.DurationVar(&poll, "poll", agent.DefaultHoldPoll, "with a remote: how often the server's head is polled between renewals, to notice a lost lease (one connection to the server each, and a fetch when it moved)")
 	return c
 }
 
