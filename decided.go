@@ -144,6 +144,10 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitstore.DefaultRetry.Timeout)
 	defer cancel()
+	// The clone's fetched packs and its commits made again add up as a
+	// writer's would: the automatic GC when it is due (a transaction runs
+	// it after committing).
+	defer s.git.MaybeGC()
 	line, err := s.git.PushRequest(ctx, s.remote.Name(), body)
 	if errors.Is(err, gitstore.ErrNoDecider) {
 		return a, tx, false, "no_decider"

@@ -194,7 +194,8 @@ func (s *Store) GC(ctx context.Context) (GCStats, error) {
 // check reads one small file. Like GC it runs under the exclusive fence,
 // but it does not wait for it: if the fence is busy (and not held through
 // this Store), it does nothing. Errors, and a missing git CLI, are ignored:
-// GC is an optimisation. Transact calls it after each commit.
+// GC is an optimisation. Transact calls it after each commit; a mutation
+// the server decided calls it too (its fetched packs add up all the same).
 func (s *Store) MaybeGC() {
 	if s.holdsExclusive() {
 		s.maybeGCLocked()

@@ -57,8 +57,14 @@ var (
 
 // loosePackLimit is the object count above which a fetched pack is kept
 // as a pack instead of being exploded into loose objects (git fetch's
-// fetch.unpackLimit, which loopx sets to it).
-var loosePackLimit = 1000
+// fetch.unpackLimit, which loopx sets to it). Each loose object is a file
+// loopx fsyncs before moving it in; a kept pack is two. A clone that
+// follows a busy server fetches other agents' commits all the time (64
+// agents through one server: one idle holder made 141 fsyncs in 3 s), so
+// more than about two mutations' objects are kept as a pack; the packs a
+// fetch keeps are counted with loopx's own (notePack), and the automatic
+// GC merges them past maxOwnPacks.
+var loosePackLimit = 32
 
 // TrackingRef returns the private ref holding the last known value of the
 // store's ref on remote: refs/loopx/remotes/<remote>/<ref without refs/>.

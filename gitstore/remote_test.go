@@ -235,3 +235,47 @@ func TestUpdateRef(t *testing.T) {
 		t.Fatal("zero is an ancestor")
 	}
 }
+
+// A clone that follows a busy server keeps what it fetches as packs (more
+// than loosePackLimit objects: one pack, not a file and an fsync per
+// object), counts them with its own packs, and the automatic GC merges
+// them once there are more than maxOwnPacks, though the clone committed
+// nothing itself (a server decided its mutations).
+func TestFetchedPacksAreMerged(t *testing.T) {
+	bare := newBare(t)
+	a := remoteClient(t, bare)
+	b := remoteClient(t, bare)
+	idxs := func() int {
+		m, _ := filepath.Glob(filepath.Join(b.CommonDir(), "objects", "pack", "pack-*.idx"))
+		return len(m)
+	}
+	head := ZeroHash
+	for round := 0; round <= maxOwnPacks; round++ {
+		var changes []Change
+		for i := 0; i < 40; i++ { // two or three mutations' objects
+			changes = append(changes, put(fmt.Sprintf("r%02d/%03d", round, i), fmt.Sprint("content ", round, " ", i)))
+		}
+		head = pushCommit(t, a, head, changes...)
+		if h, err := b.Fetch(context.Background(), "origin"); err != nil || h != head {
+			t.Fatalf("fetch %d: %v %v", round, h, err)
+		}
+	}
+	st, err := readGCState(b.CommonDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := idxs(); n <= maxOwnPacks || len(st.cpacks) <= maxOwnPacks {
+		t.Fatalf("%d packs, %d counted: each fetch should have kept one", n, len(st.cpacks))
+	}
+	b.MaybeGC()
+	if n := idxs(); n > 2 {
+		t.Fatalf("%d packs after the automatic GC", n)
+	}
+	sn, err := b.Snapshot(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readT(t, sn, "r00/000"); got != "content 0 0" {
+		t.Fatalf("read %q", got)
+	}
+}
