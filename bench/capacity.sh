@@ -33,6 +33,9 @@
 #
 # A short run: NS="4 8" DURATION=60 bash bench/capacity.sh
 #
+# AGENTS_PER_PROXY (default 8): agents per Toxiproxy listener (each with
+# the same latency toxics, in one Toxiproxy process).
+#
 # Toxiproxy (v2.5.0) is built with `go install` into a temporary GOBIN: it is
 # no dependency of loopx's module. Needs git, go, jq.
 set -euo pipefail
@@ -117,12 +120,22 @@ start_proxy() {
   proxy_pid=$!
   pids_to_stop+=("$proxy_pid")
   wait_port "$api_port"
-  proxy_port=$(free_port)
-  toxi create --listen "127.0.0.1:$proxy_port" --upstream "127.0.0.1:$daemon_port" gitd
-  toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --upstream --toxicName lat_up gitd
-  toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --downstream --toxicName lat_down gitd
-  wait_port "$proxy_port"
+  # One proxy (a listener with its own toxics) per AGENTS_PER_PROXY agents,
+  # all in that one Toxiproxy: a single proxy serializes the setup and
+  # teardown of its connections (at 64 agents, some 40 new connections a
+  # second, a fresh one took 5 to 6 s to answer a new connection while the
+  # machine was 45% idle), which would measure the proxy, not the server.
+  proxy_ports=()
+  local k
+  for ((k = 0; k < (${1:-1} + AGENTS_PER_PROXY - 1) / AGENTS_PER_PROXY; k++)); do
+    proxy_ports+=("$(free_port)")
+    toxi create --listen "127.0.0.1:${proxy_ports[$k]}" --upstream "127.0.0.1:$daemon_port" "gitd$k"
+    toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --upstream --toxicName lat_up "gitd$k"
+    toxi toxic add --type latency --attribute "latency=$LATENCY_MS" --downstream --toxicName lat_down "gitd$k"
+    wait_port "${proxy_ports[$k]}"
+  done
 }
+AGENTS_PER_PROXY=${AGENTS_PER_PROXY:-8}
 toxi() { "$work/bin/cli" --host "http://127.0.0.1:$api_port" "$@" >/dev/null; }
 
 # cpu_ticks PID [children]: user+system clock ticks of a process (and, with
@@ -160,9 +173,10 @@ setup() {
   if [ "${DECIDE:-}" = 1 ]; then
     "$loopx" server-hook install --repo "$work/srv/n$n.git" --loopx "$loopx" --decide >/dev/null
   fi
-  # Cloned by path (quicker), then pointed at the server through the proxy.
-  url="git://127.0.0.1:$proxy_port/n$n.git"
+  # Cloned by path (quicker), then pointed at the server through its
+  # agent's proxy.
   for ((i = 0; i < n; i++)); do
+    url="git://127.0.0.1:${proxy_ports[$((i / AGENTS_PER_PROXY))]}/n$n.git"
     git clone -q "$work/srv/n$n.git" "$d/c$i" 2>/dev/null
     git -C "$d/c$i" remote set-url origin "$url"
     "$loopx" --repo "$d/c$i" init --remote origin >/dev/null
@@ -201,7 +215,7 @@ cat "$tsv" >&2
 for n in $NS; do
   cycles=$(((DURATION + PERIOD - 1) / PERIOD))
   echo "# N=$n: setting up ($cycles todos per agent; load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  start_proxy
+  start_proxy "$n"
   setup "$n" "$cycles"
   d="$work/n$n"
   client0=$(cpu_ticks $$ children)
