@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopx-dev/loopx/gitstore"
+	"github.com/loopx-dev/loopx/internal/clock"
 	"github.com/loopx-dev/loopx/internal/storeerr"
 	"github.com/loopx-dev/loopx/lease"
 )
@@ -58,6 +59,9 @@ type decideReply struct {
 	At      string     `json:"at,omitempty"`    // the decision's time (RFC 3339)
 	Code    lease.Code `json:"code,omitempty"`
 	Message string     `json:"message,omitempty"`
+	// MS is how long the server took to decide and commit it, its
+	// writer fence's wait included (milliseconds).
+	MS float64 `json:"ms,omitempty"`
 }
 
 // DecideRequest decides a request pushed to the server (body: its
@@ -65,7 +69,9 @@ type decideReply struct {
 // the pushing client reads. It is what the server's hook runs
 // (audit.ServerHookPreReceive); it never fails, a refusal is the reply.
 func (s *Store) DecideRequest(body []byte) string {
+	start := clock.Or(s.opts.Clock).Now()
 	reply := func(r decideReply) string {
+		r.MS = msOf(clock.Or(s.opts.Clock).Since(start))
 		b, _ := json.Marshal(r)
 		return string(b)
 	}
@@ -148,7 +154,9 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	// writer's would: the automatic GC when it is due (a transaction runs
 	// it after committing).
 	defer s.git.MaybeGC()
+	asked := clock.Or(s.opts.Clock).Now()
 	line, err := s.git.PushRequest(ctx, s.remote.Name(), body)
+	tx.Asked = clock.Or(s.opts.Clock).Since(asked)
 	if errors.Is(err, gitstore.ErrNoDecider) {
 		return a, tx, false, "no_decider"
 	}
@@ -159,6 +167,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	if json.Unmarshal([]byte(line), &r) != nil {
 		return a, tx, false, "no_answer"
 	}
+	tx.ServerDecided = time.Duration(r.MS * float64(time.Millisecond))
 	said = r.Status
 	if r.Status == "refused" {
 		said = string(r.Code)
@@ -172,7 +181,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	case "committed":
 		state, head := gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
 		if a, ok := s.reproduce(call, base, state, head, at); ok {
-			return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Reproduced: true}, true, ""
+			return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Reproduced: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
 		}
 		if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
 			return a, tx, false, said
@@ -180,7 +189,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		if a, err = s.redecide(base, state); err != nil {
 			return a, tx, false, said
 		}
-		return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true}, true, ""
+		return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
 	case "refused", "unchanged":
 		// The same decision made here, on the head and at the time the
 		// server decided it: the answer with this build's typed details.
@@ -203,7 +212,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		}
 		// The head reported is the one decided on, which is here (a board
 		// the server delivered on the way is fetched by the next read).
-		return a, gitstore.TxResult{Head: base, Base: base, Attempts: 1, ByServer: true}, true, ""
+		return a, gitstore.TxResult{Head: base, Base: base, Attempts: 1, ByServer: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
 	}
 	return a, tx, false, said
 }

@@ -209,6 +209,18 @@ type TxStats struct {
 	// Reproduced: the server's commits were made again here from the
 	// same decision instead of being fetched (decided.go).
 	Reproduced bool `json:"reproduced,omitempty"`
+	// ServerMS is, when the server was asked, how long it took to answer
+	// (the request's push and the hook's decision); ServerDecideMS how
+	// long of that the hook said it took to decide and commit, its
+	// writer fence's wait included. The rest of MS is this clone's own
+	// work (reading, fetching, making the commits again).
+	ServerMS       float64 `json:"server_ms,omitempty"`
+	ServerDecideMS float64 `json:"server_decide_ms,omitempty"`
+}
+
+// msOf is d in milliseconds to a tenth.
+func msOf(d time.Duration) float64 {
+	return math.Round(float64(d)/float64(time.Millisecond)*10) / 10
 }
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade
@@ -217,8 +229,8 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 	if s.opts.TxStats == nil {
 		return
 	}
-	ms := math.Round(float64(clock.Or(s.opts.Clock).Since(start))/float64(time.Millisecond)*10) / 10
-	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status, MS: ms}
+	st := TxStats{Attempts: tx.Attempts, LostRaces: tx.Conflicts, Operation: call.Op.Name, Status: status, MS: msOf(clock.Or(s.opts.Clock).Since(start)),
+		ServerMS: msOf(tx.Asked), ServerDecideMS: msOf(tx.ServerDecided)}
 	if tx.ByServer {
 		st.DecidedBy = "server"
 		st.Reproduced = tx.Reproduced

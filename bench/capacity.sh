@@ -24,7 +24,11 @@
 #   NS="8 16 32 64 128" DURATION=600 PERIOD=60 TTL=60 LATENCY_MS=25 \
 #     OUT=bench/capacity bash bench/capacity.sh [loopx binary]
 #
-# KEEP=DIR keeps each N's transaction lines there (stderr-nN.txt).
+# KEEP=DIR keeps each N's transaction lines there (stderr-nN.txt, each
+# prefixed by the second it ended, agent and cycle), and a timeline
+# sampled every second (timeline-nN.txt: time, load, the git pack-objects
+# processes running on the server and in the clones, the server's packs),
+# and every 5 s the processes that used most CPU in one second (top-nN.txt).
 # POLL=D: each run polls the server's head every D (`loopx run --poll`;
 # default 2s): one connection per agent per D, and a fetch when it moved.
 # DECIDE=1: the server's pre-receive hook is loopx's, installed with
@@ -193,8 +197,32 @@ agent() {
     rc=0
     LOOPX_TX_STATS=1 "$loopx" --repo "$d/c$i" --goal-id g run --todo-id "todo_a${i}_c$c" --owner "a$i" \
       --idempotency-key "k$c" --ttl-seconds "$TTL" --write-scope "w$i/**" ${POLL:+--poll "$POLL"} -- sleep "$PERIOD" \
-      >>"$d/stdout.$i" 2>>"$d/stderr.$i" || rc=$?
+      >>"$d/stdout.$i" 2> >(stamp "a$i c$c" >>"$d/stderr.$i") || rc=$?
     echo "$rc" >>"$d/rc.$i"
+  done
+}
+
+# stamp TAG: each line read, prefixed by the second it was read and TAG
+# when KEEP is set (the summary below reads the lines wherever they start).
+stamp() {
+  local l
+  if [ -z "${KEEP:-}" ]; then cat; return; fi
+  while IFS= read -r l; do printf '%s %s %s\n' "$EPOCHSECONDS" "$1" "$l"; done
+}
+
+# timeline N: every second, the time, the load, the pack-objects
+# processes of the server and of the clones, and the server's packs.
+timeline() {
+  local srv="$work/srv/n$1.git"
+  while :; do
+    printf '%s load %s server_packing %s clients_packing %s server_packs %s\n' "$EPOCHSECONDS" "$(cut -d' ' -f1 /proc/loadavg)" \
+      "$(pgrep -fc "pack-objects.*$srv" || true)" "$(pgrep -fc "pack-objects.*$work/n$1/" || true)" \
+      "$(find "$srv/objects/pack" -name '*.pack' 2>/dev/null | wc -l)"
+    if ((EPOCHSECONDS % 5 == 0)); then
+      { echo "@ $EPOCHSECONDS"; top -b -n2 -d1 -w 300 -c | awk '/^top -/ {n++} n == 2' | sed -n '7,20p'; } >>"$KEEP/top-n$1.txt"
+    else
+      sleep 1
+    fi
   done
 }
 
@@ -223,25 +251,36 @@ for n in $NS; do
   proxy0=$(cpu_ticks "$proxy_pid")
   start=$EPOCHREALTIME
   pids=()
+  tl_pid=
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    timeline "$n" >"$KEEP/timeline-n$n.txt" &
+    tl_pid=$!
+    pids_to_stop+=("$tl_pid")
+  fi
   for ((i = 0; i < n; i++)); do
     agent "$n" "$i" "$cycles" &
     pids+=($!)
   done
   wait "${pids[@]}"
   end=$EPOCHREALTIME
+  if [ -n "$tl_pid" ]; then
+    kill "$tl_pid" 2>/dev/null
+    sleep 1 # the last stamped lines
+  fi
   client1=$(cpu_ticks $$ children)
   server1=$(cpu_ticks "$daemon_pid" children)
   proxy1=$(cpu_ticks "$proxy_pid")
   secs=$(echo "(${end/./} - ${start/./}) / 1000000" | bc -l)
   cat "$d"/stderr.* >"$d/stderr"
   for op in acquire renew release; do
-    sed -n "s/^loopx: tx: {.*\"operation\":\"task-lease.$op\",\"status\".*\"ms\":\([0-9.]*\)[,}].*/\1/p" "$d/stderr" >"$d/ms.$op"
+    sed -n "s/^.*loopx: tx: {.*\"operation\":\"task-lease.$op\",\"status\".*\"ms\":\([0-9.]*\)[,}].*/\1/p" "$d/stderr" >"$d/ms.$op"
   done
-  muts=$(grep -c '^loopx: tx: {.*"status":' "$d/stderr" || true)
-  lost=$(sed -n 's/^loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
-  retries=$(grep -c '^loopx: tx: {.*"operation":"task-lease.renew","code"' "$d/stderr" || true)
+  muts=$(grep -c 'loopx: tx: {.*"status":' "$d/stderr" || true)
+  lost=$(sed -n 's/^.*loopx: tx: {.*"lost_races":\([0-9]*\).*/\1/p' "$d/stderr" | awk '{s+=$1} END {print s+0}')
+  retries=$(grep -c 'loopx: tx: {.*"operation":"task-lease.renew","code"' "$d/stderr" || true)
   leases_lost=$(cat "$d"/rc.* | grep -c '^4$' || true)
-  decided=$(grep -c '^loopx: tx: {.*"decided_by":"server"' "$d/stderr" || true)
+  decided=$(grep -c 'loopx: tx: {.*"decided_by":"server"' "$d/stderr" || true)
   echo "  N=$n: $decided of $muts mutations decided by the server" >&2
   client=$(((client1 - client0)))
   server=$(((server1 - server0)))
@@ -255,7 +294,7 @@ for n in $NS; do
     "$(echo "$client / $hz" | bc -l)" "$(echo "100 * $client / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$server / $hz" | bc -l)" "$(echo "100 * $server / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$proxy / $hz" | bc -l)" "$(cut -d' ' -f2 /proc/loadavg)" | tee -a "$tsv" >&2
-  if [ "$leases_lost" != 0 ] || grep -q '^loopx: tx: {.*"code"' "$d/stderr"; then
+  if [ "$leases_lost" != 0 ] || grep -q 'loopx: tx: {.*"code"' "$d/stderr"; then
     echo "  errors: $(grep -ho '"operation":"[a-z.-]*","code":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
     echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
   fi

@@ -42,6 +42,10 @@ type TxResult struct {
 	// ByServer: the server decided and committed (request.go);
 	// Reproduced: its commits were made again here, not fetched.
 	ByServer, Reproduced bool
+	// Asked is how long the server took to answer the request (the push
+	// and its hook: ByServer); ServerDecided how long, of that, its hook
+	// said the decision took (its writer fence's wait included).
+	Asked, ServerDecided time.Duration
 }
 
 // RetryPolicy bounds the retries of lost compare-and-swaps: the one retry

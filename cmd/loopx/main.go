@@ -3,8 +3,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/loopx-dev/loopx/cmd/loopx/cli"
 )
@@ -23,5 +25,33 @@ func main() {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(memLimit)
 	}
-	os.Exit(cli.Main())
+	os.Exit(profiled(cli.Main))
+}
+
+// profiled runs main, writing its CPU profile to
+// $LOOPX_CPUPROFILE.<command>.<pid>
+// when that is set (a developer's aid: the benches' processes are many and
+// short, so each writes its own, for `go tool pprof` to merge).
+func profiled(main func() int) int {
+	prefix := os.Getenv("LOOPX_CPUPROFILE")
+	if prefix == "" {
+		return main()
+	}
+	what := "cmd"
+	for _, a := range os.Args[1:] {
+		if a == "run" || a == "server-hook" || a == "mcp" || a == "web" {
+			what = a
+			break
+		}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d", prefix, what, os.Getpid()))
+	if err != nil {
+		return main()
+	}
+	defer f.Close()
+	if pprof.StartCPUProfile(f) != nil {
+		return main()
+	}
+	defer pprof.StopCPUProfile()
+	return main()
 }
