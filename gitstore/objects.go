@@ -45,6 +45,7 @@ type objectDB struct {
 
 	packsLoaded bool
 	packs       []*packReader
+	listed      map[Hash]bool // the names of packs (objDir's)
 	envPacks    []*packReader // the packs of envDirs (never consulted by has)
 	deltaCache  *baseCache
 
@@ -90,7 +91,7 @@ func (db *objectDB) closePacks() {
 	for _, p := range append(db.packs, db.envPacks...) {
 		p.close()
 	}
-	db.packs, db.envPacks = nil, nil
+	db.packs, db.envPacks, db.listed = nil, nil, nil
 	db.packsLoaded = false
 	db.deltaCache.clear()
 }
@@ -125,7 +126,7 @@ func (db *objectDB) read(h Hash) (plumbing.ObjectType, []byte, error) {
 func (db *objectDB) readMax(h Hash, max int64) (plumbing.ObjectType, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		t, data, err := db.readOnce(h, max)
-		if err == nil || attempt > 0 || errors.Is(err, ErrTooLarge) {
+		if err == nil || attempt > 0 || errors.Is(err, ErrTooLarge) || errors.Is(err, errSettledMiss) {
 			return t, data, err
 		}
 		// A concurrent GC may have packed (and pruned) the loose object
@@ -152,6 +153,21 @@ func (db *objectDB) readOnce(h Hash, max int64) (plumbing.ObjectType, []byte, er
 		if t, data, ok, err := p.get(h, max); ok {
 			return t, data, err
 		}
+	}
+	// Packs written since the list was made (a fetch or a GC of another
+	// process): looked in before concluding anything.
+	for _, p := range db.newPacks() {
+		if t, data, ok, err := p.get(h, max); ok {
+			return t, data, err
+		}
+	}
+	if db.settled() {
+		// Every pack here was searched through its index and nothing
+		// else could hold it: missing, without asking go-git, which
+		// would load every pack's index again (a clone following a busy
+		// server looks up bases it has not fetched yet on every
+		// mutation: a third of a holder's CPU went there).
+		return 0, nil, fmt.Errorf("%w: %w", errObjectMissing(h), errSettledMiss)
 	}
 	db.fallbackReads++
 	obj, err := db.repo.Storer.EncodedObject(plumbing.AnyObject, h)
@@ -272,18 +288,58 @@ func (db *objectDB) readLoose(h Hash, max int64) (plumbing.ObjectType, []byte, e
 }
 
 // loadPacks opens the packs listed in the GC state file (once).
+// errSettledMiss marks an object found nowhere it could be: no other
+// look (a refresh, go-git) would find it.
+var errSettledMiss = errors.New("searched every pack and the loose objects")
+
+// newPacks adds to the list the packs of objDir it does not name yet (one
+// directory listing), newest first, and returns them.
+func (db *objectDB) newPacks() []*packReader {
+	idxs, _ := filepath.Glob(filepath.Join(db.objDir, "pack", "pack-*.idx"))
+	var added []*packReader
+	for _, idx := range idxs {
+		hex := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(idx), "pack-"), ".idx")
+		name := plumbing.NewHash(hex)
+		if db.listed[name] || name.String() != hex {
+			continue
+		}
+		db.listed[name] = true
+		added = append(added, lazyPack(db.objDir, name, db.deltaCache))
+	}
+	if len(added) > 0 {
+		db.packs = append(slices.Clone(added), db.packs...)
+	}
+	return added
+}
+
+// settled reports whether a miss in every list is final: each pack's
+// index was read or is gone (a pack this reader cannot read is go-git's to
+// try; a deleted one's objects are in the packs that replaced it, which
+// newPacks lists), and no alternates file names other object folders
+// (go-git follows them).
+func (db *objectDB) settled() bool {
+	for _, p := range append(db.packs, db.envPacks...) {
+		if !p.loaded || p.idx == nil && !p.gone {
+			return false
+		}
+	}
+	_, err := os.Lstat(filepath.Join(db.objDir, "info", "alternates"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 func (db *objectDB) loadPacks() {
 	if db.packsLoaded {
 		return
 	}
 	db.packsLoaded = true
+	db.listed = map[Hash]bool{}
 	st, err := readGCState(db.commonDir)
 	if err != nil {
 		return
 	}
 	// Newest first: recent objects, the ones usually read, are found in
 	// the first index searched.
-	own := map[Hash]bool{}
+	own := db.listed
 	listed := append(slices.Clone(st.packs), st.cpacks...)
 	for i := len(listed) - 1; i >= 0; i-- {
 		name := listed[i]
@@ -314,6 +370,7 @@ func (db *objectDB) loadPacks() {
 	}
 	sort.Slice(others, func(i, j int) bool { return others[i].mod.After(others[j].mod) })
 	for _, o := range others {
+		own[o.name] = true
 		db.packs = append(db.packs, lazyPack(db.objDir, o.name, db.deltaCache))
 	}
 	// Last, the packs of the environment's object folders (read-only).

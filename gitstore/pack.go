@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -110,6 +111,7 @@ type packReader struct {
 	name   Hash
 	idx    *packIndex // nil until loaded, or if it cannot be read
 	loaded bool       // the index was looked for
+	gone   bool       // ... and there was none (the pack was deleted)
 	data   []byte     // the whole .pack, once mapped
 	unmap  func()
 	zr     io.ReadCloser
@@ -136,7 +138,9 @@ func lazyPack(objDir string, name Hash, c *baseCache) *packReader {
 func (p *packReader) find(h Hash) int64 {
 	if !p.loaded {
 		p.loaded = true
-		p.idx, _ = readPackIndex(p.objDir, p.name)
+		var err error
+		p.idx, err = readPackIndex(p.objDir, p.name)
+		p.gone = errors.Is(err, fs.ErrNotExist)
 	}
 	if p.idx == nil {
 		return -1

@@ -336,8 +336,9 @@ func (db *objectDB) notePack(name Hash) {
 		st.cpacks = append(st.cpacks, name)
 		writeGCState(db.commonDir, st)
 	}
-	if db.packsLoaded {
+	if db.packsLoaded && !db.listed[name] {
 		if p, err := openPack(db.objDir, name, db.deltaCache); err == nil {
+			db.listed[name] = true
 			db.packs = append([]*packReader{p}, db.packs...)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 func TestOpenAndAccessors(t *testing.T) {
@@ -746,5 +748,58 @@ func TestReadsPacksWrittenByGit(t *testing.T) {
 	}
 	if r.odb.fallbackReads != 0 {
 		t.Fatalf("%d objects were read through the go-git fallback", r.odb.fallbackReads)
+	}
+}
+
+// TestMissingObjectSettled: a reader that listed its packs before another
+// process wrote new ones finds their objects (it lists the directory again
+// on a miss), and an object that is nowhere is reported missing without
+// asking go-git (which would load every pack's index again on each such
+// lookup: a clone following a busy server looks up commits it has not
+// fetched yet on every mutation). A pack this reader cannot read still
+// sends the lookup to go-git.
+func TestMissingObjectSettled(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	w := openT(t, dir, Options{})
+	commitT(t, w, put("a.yaml", "a"))
+	r := openT(t, dir, Options{})
+	snapT(t, r) // lists the packs
+	for i := 0; i < 3; i++ {
+		commitT(t, w, put(fmt.Sprintf("b%d.yaml", i), "b")) // a pack each
+	}
+	head, err := w.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	if _, _, err := r.odb.read(head); err != nil {
+		t.Errorf("a commit in a pack written after the reader listed its packs: %v", err)
+	}
+	missing := plumbing.NewHash(strings.Repeat("ab", 20))
+	for i := 0; i < 3; i++ {
+		if _, _, err := r.odb.read(missing); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			t.Errorf("a missing object: %v, want not found", err)
+		}
+	}
+	fallback := r.odb.fallbackReads
+	r.mu.Unlock()
+	if fallback != 0 {
+		t.Errorf("%d lookups went to go-git, want 0", fallback)
+	}
+
+	// A pack whose index this reader cannot parse: go-git's to try.
+	bad := filepath.Join(dir, ".git", "objects", "pack", "pack-"+strings.Repeat("cd", 20))
+	if err := os.WriteFile(bad+".idx", []byte("not an index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad+".pack", []byte("not a pack"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.odb.read(missing)
+	if r.odb.fallbackReads == 0 {
+		t.Error("an unreadable pack: the lookup did not go to go-git")
 	}
 }
