@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -211,9 +212,27 @@ func (s *Store) MaybeGC() {
 	s.maybeGCLocked()
 }
 
+// gcDue reports whether the automatic GC is due: after gcEvery commits or
+// maxOwnPacks packs, each made up to twice as many by spread (in [0,1)).
+// Clones that follow one busy server fetch the same commits at the same
+// pace: with one threshold, their GCs all came within seconds of each
+// other (64 clones: both cores saturated for a minute, renewals 10-20 s
+// late, leases lost). A repository's spread is a hash of its folder
+// (spreadOf), so each keeps its own phase.
+func gcDue(st gcState, spread float64) bool {
+	return st.commits >= gcEvery+int(spread*gcEvery) || len(st.cpacks) > maxOwnPacks+int(spread*maxOwnPacks)
+}
+
+// spreadOf places a repository's folder in [0,1).
+func spreadOf(dir string) float64 {
+	h := fnv.New32a()
+	h.Write([]byte(dir))
+	return float64(h.Sum32()) / (1 << 32)
+}
+
 func (s *Store) maybeGCLocked() {
 	st, err := readGCState(s.commonDir)
-	if err != nil || st.commits < gcEvery && len(st.cpacks) <= maxOwnPacks {
+	if err != nil || !gcDue(st, s.gcSpread) {
 		return
 	}
 	if _, err := exec.LookPath("git"); err != nil {

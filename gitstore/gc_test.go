@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,6 +101,7 @@ func TestMaybeGCCountsPacks(t *testing.T) {
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true
+	s.gcSpread = 0 // the thresholds themselves
 	for i := 0; i < maxOwnPacks; i++ {
 		commitT(t, s, put("f/"+strconv.Itoa(i), "x"))
 	}
@@ -126,6 +128,7 @@ func TestMaybeGC(t *testing.T) {
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true
+	s.gcSpread = 0         // the thresholds themselves
 	s.odb.looseOnly = true // counts loose objects
 	ctx := context.Background()
 	for i := 0; i < gcEvery-1; i++ {
@@ -451,5 +454,44 @@ func TestExplicitGCDeltasSmallObjects(t *testing.T) {
 		if got := hashObject(typ, data); got.String() != h {
 			t.Fatalf("%s reads back as %s", h, got)
 		}
+	}
+}
+
+// TestGCDue: the automatic GC's thresholds, moved by a repository's spread
+// so that clones following one server do not all repack at once.
+func TestGCDue(t *testing.T) {
+	t.Parallel()
+	packs := func(n int) []Hash { return make([]Hash, n) }
+	for _, c := range []struct {
+		name   string
+		st     gcState
+		spread float64
+		want   bool
+	}{
+		{"nothing", gcState{}, 0, false},
+		{"commits below", gcState{commits: gcEvery - 1}, 0, false},
+		{"commits at", gcState{commits: gcEvery}, 0, true},
+		{"commits at, spread", gcState{commits: gcEvery}, 0.5, false},
+		{"commits at half more, spread half", gcState{commits: gcEvery + gcEvery/2}, 0.5, true},
+		{"packs at", gcState{cpacks: packs(maxOwnPacks)}, 0, false},
+		{"packs past", gcState{cpacks: packs(maxOwnPacks + 1)}, 0, true},
+		{"packs past, spread", gcState{cpacks: packs(maxOwnPacks + 1)}, 0.99, false},
+		{"packs past twice, largest spread", gcState{cpacks: packs(2 * maxOwnPacks)}, 0.99, true},
+	} {
+		if got := gcDue(c.st, c.spread); got != c.want {
+			t.Errorf("%s: gcDue = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Spreads of repositories side by side differ and stay in [0,1).
+	seen := map[float64]bool{}
+	for i := 0; i < 64; i++ {
+		s := spreadOf(fmt.Sprintf("/tmp/agents/c%d/.git", i))
+		if s < 0 || s >= 1 {
+			t.Fatalf("spread %v out of [0,1)", s)
+		}
+		seen[math.Floor(s*8)] = true
+	}
+	if len(seen) < 6 {
+		t.Errorf("64 clones' spreads fall in %d of 8 eighths", len(seen))
 	}
 }

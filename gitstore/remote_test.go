@@ -245,6 +245,7 @@ func TestFetchedPacksAreMerged(t *testing.T) {
 	bare := newBare(t)
 	a := remoteClient(t, bare)
 	b := remoteClient(t, bare)
+	b.gcSpread = 0 // the threshold itself
 	idxs := func() int {
 		m, _ := filepath.Glob(filepath.Join(b.CommonDir(), "objects", "pack", "pack-*.idx"))
 		return len(m)

@@ -84,9 +84,10 @@ type Store struct {
 	fenceTimeout   time.Duration
 	serverLockWait time.Duration
 	clock          clock.Clock
-	gitDir         string // this worktree's git dir
-	commonDir      string // shared git dir: objects, refs, locks
-	workDir        string // top of the working tree; "" if bare
+	gitDir         string  // this worktree's git dir
+	commonDir      string  // shared git dir: objects, refs, locks
+	gcSpread       float64 // in [0,1): where this repository's automatic GCs fall (gc.go)
+	workDir        string  // top of the working tree; "" if bare
 
 	mu      sync.Mutex // guards everything below and all object access
 	repo    *git.Repository
@@ -183,6 +184,7 @@ func Open(path string, opts Options) (*Store, error) {
 		clock:          clock.Or(opts.Clock),
 		gitDir:         gitDir,
 		commonDir:      commonDir,
+		gcSpread:       spreadOf(commonDir),
 		workDir:        workDir,
 		repo:           repo,
 	}
