@@ -27,7 +27,8 @@ package agent
 //     locally it wakes on the ref's file notifications (and reads the ref
 //     every PollPolicy.Local as a fallback, LocalNoNotify without
 //     notifications); with a remote it polls the server's head every
-//     HoldPolicy.Poll (default 2s, one ref advertisement). When the head
+//     HoldPolicy.Poll (default a sixth of the TTL within 2s..30s, one
+//     ref advertisement: DefaultHoldPoll). When the head
 //     moved, it reads the lease: still this execution (a newer version,
 //     from work that used the proof, is adopted) or not, and then it renews
 //     at once. The loss is that renewal's refusal, the same as at a
@@ -69,9 +70,17 @@ type HoldPolicy struct {
 	Poll time.Duration
 }
 
-// DefaultHoldPoll is how often a holder polls the server's head between
-// renewals: a lost lease is noticed within about this long.
-const DefaultHoldPoll = 2 * time.Second
+// DefaultHoldPoll is how often a holder of a lease of ttl polls the
+// server's head between renewals unless told: a sixth of the TTL, within
+// 2s..30s. A lost lease is noticed within about this long; each poll is a
+// connection to the server and, when the head moved, a fetch of what every
+// other agent committed since. A fixed 2 s made 64 holders (60 s TTL) cost
+// 32 connections and fetches a second, both cores busy; at a sixth of the
+// TTL they cost 6.4, and a loss is still noticed within half a renewal
+// period.
+func DefaultHoldPoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/6, 2*time.Second), 30*time.Second)
+}
 
 // DefaultHoldPolicy is the policy of `loopx run` for a lease of ttl:
 // renew every ttl/3, retry every ttl/12 (50ms..2s), give up after 2ttl/3,
@@ -201,7 +210,7 @@ type HoldRequest struct {
 	// Policy is the renewal policy; zero: DefaultHoldPolicy(TTL).
 	Policy HoldPolicy
 	// Poll, with the default policy, is how often the server's head is
-	// polled between renewals (0: DefaultHoldPoll): how soon a lost lease
+	// polled between renewals (0: DefaultHoldPoll(TTL)): how soon a lost lease
 	// is noticed, against one connection to the server per poll (and a
 	// fetch when the head moved).
 	Poll time.Duration
@@ -552,7 +561,7 @@ func (h *Hold) watchEvery() time.Duration {
 		if h.policy.Poll > 0 {
 			return h.policy.Poll
 		}
-		return DefaultHoldPoll
+		return DefaultHoldPoll(time.Duration(h.ttl) * time.Second)
 	case h.watch != nil && h.watch.Native():
 		return h.poll.Local
 	}

@@ -417,3 +417,19 @@ func TestClassifyRenew(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestDefaultHoldPoll: a sixth of the TTL, within 2s..30s.
+func TestDefaultHoldPoll(t *testing.T) {
+	for _, c := range []struct{ ttl, want time.Duration }{
+		{time.Second, 2 * time.Second},
+		{12 * time.Second, 2 * time.Second},
+		{30 * time.Second, 5 * time.Second},
+		{60 * time.Second, 10 * time.Second},
+		{180 * time.Second, 30 * time.Second},
+		{3600 * time.Second, 30 * time.Second},
+	} {
+		if got := DefaultHoldPoll(c.ttl); got != c.want {
+			t.Errorf("DefaultHoldPoll(%v) = %v, want %v", c.ttl, got, c.want)
+		}
+	}
+}

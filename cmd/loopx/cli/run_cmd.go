@@ -200,7 +200,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
 	f.StringVar(&note, "note", "", "with --complete-on-success: closing note")
 	f.DurationVar(&grace, "grace", agent.DefaultGrace, "after a lost lease, time between SIGTERM and SIGKILL")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long while the lease is held by another execution (or a scope conflicts)")
-	f.DurationVar(&poll, "poll", agent.DefaultHoldPoll, "with a remote: how often the server's head is polled between renewals, to notice a lost lease (one connection to the server each, and a fetch when it moved)")
+	f.DurationVar(&poll, "poll", 0, "with a remote: how often the server's head is polled between renewals, to notice a lost lease (one connection to the server each, and a fetch when it moved); default: a sixth of the TTL, within 2s..30s")
 	return c
 }
 
