@@ -177,11 +177,17 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	if terr != nil || base.IsZero() {
 		return a, tx, false, said
 	}
+	// decided is the transaction the server's decision was, as this
+	// clone reports it.
+	decided := func(head, state gitstore.Hash, reproduced bool) gitstore.TxResult {
+		return gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true,
+			Reproduced: reproduced, Asked: tx.Asked, ServerDecided: tx.ServerDecided}
+	}
 	switch r.Status {
 	case "committed":
 		state, head := gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
 		if a, ok := s.reproduce(call, base, state, head, at); ok {
-			return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Reproduced: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
+			return a, decided(head, state, true), true, ""
 		}
 		if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
 			return a, tx, false, said
@@ -189,7 +195,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		if a, err = s.redecide(base, state); err != nil {
 			return a, tx, false, said
 		}
-		return a, gitstore.TxResult{Head: head, State: state, Base: base, Attempts: 1, ByServer: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
+		return a, decided(head, state, false), true, ""
 	case "refused", "unchanged":
 		// The same decision made here, on the head and at the time the
 		// server decided it: the answer with this build's typed details.
@@ -212,7 +218,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		}
 		// The head reported is the one decided on, which is here (a board
 		// the server delivered on the way is fetched by the next read).
-		return a, gitstore.TxResult{Head: base, Base: base, Attempts: 1, ByServer: true, Asked: tx.Asked, ServerDecided: tx.ServerDecided}, true, ""
+		return a, decided(base, gitstore.ZeroHash, false), true, ""
 	}
 	return a, tx, false, said
 }
