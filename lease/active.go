@@ -33,6 +33,18 @@ type ActiveLease struct {
 	TodoID    string
 	ExpiresAt time.Time
 	Scopes    []string // as recorded
+	// Owner and OwnerRegistration are the record's: with the expiry they
+	// are all of the record an effectiveness check reads (todo ready
+	// judges every active lease without decoding one).
+	Owner             string
+	OwnerRegistration int64
+}
+
+// Lease is the part of the record the entry keeps, as a lease: enough for
+// LeaseEffective and for naming its holder, never for a decision's record.
+func (e ActiveLease) Lease() *Lease {
+	return &Lease{TodoID: e.TodoID, Owner: e.Owner, Status: LeaseActive, ExpiresAt: e.ExpiresAt,
+		WriteScopes: e.Scopes, OwnerRegistration: e.OwnerRegistration}
 }
 
 // ActiveLeases is the active lease records (status active) of one goal at
@@ -56,7 +68,7 @@ func (a *ActiveLeases) Set(path string, l *Lease) {
 		delete(a.byPath, path)
 		return
 	}
-	e := ActiveLease{Path: path, TodoID: l.TodoID, ExpiresAt: l.ExpiresAt.UTC()}
+	e := ActiveLease{Path: path, TodoID: l.TodoID, ExpiresAt: l.ExpiresAt.UTC(), Owner: l.Owner, OwnerRegistration: l.OwnerRegistration}
 	if len(l.WriteScopes) > 0 {
 		e.Scopes = slices.Clone(l.WriteScopes)
 	}
@@ -92,7 +104,7 @@ func (a *ActiveLeases) List() []ActiveLease {
 }
 
 // activeLeasesMagic starts the encoding; its last byte is the version.
-const activeLeasesMagic = "loopx-active-leases\x00\x01"
+const activeLeasesMagic = "loopx-active-leases\x00\x02"
 
 // Encode returns the index's persisted form, with a checksum.
 func (a *ActiveLeases) Encode() []byte {
@@ -111,6 +123,8 @@ func (a *ActiveLeases) Encode() []byte {
 		for _, s := range e.Scopes {
 			str(s)
 		}
+		str(e.Owner)
+		b = binary.AppendVarint(b, e.OwnerRegistration)
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
@@ -179,6 +193,8 @@ func DecodeActiveLeases(data []byte) (*ActiveLeases, error) {
 		for j := uint64(0); j < n && !bad; j++ {
 			e.Scopes = append(e.Scopes, str())
 		}
+		e.Owner = str()
+		e.OwnerRegistration = sv()
 		a.byPath[e.Path] = e
 		list = append(list, e)
 	}

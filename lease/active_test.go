@@ -77,13 +77,16 @@ func TestActiveLeasesEncoding(t *testing.T) {
 	a := NewActiveLeases()
 	for i := 0; i < 5; i++ {
 		id := fmt.Sprintf("todo_num%03d", i)
-		a.Set(LeasePath("g", id), activeLease(id, fmt.Sprintf("w/%d/**", i), "shared/*.md"))
+		l := activeLease(id, fmt.Sprintf("w/%d/**", i), "shared/*.md")
+		l.Owner, l.OwnerRegistration = fmt.Sprintf("agent-%d", i), int64(i)
+		a.Set(LeasePath("g", id), l)
 	}
 	a.Set(LeasePath("g", "todo_plain1"), activeLease("todo_plain1"))
 	data := a.Encode()
 	back, err := DecodeActiveLeases(data)
 	if err != nil || !slices.EqualFunc(back.List(), a.List(), func(x, y ActiveLease) bool {
-		return x.Path == y.Path && x.TodoID == y.TodoID && x.ExpiresAt.Equal(y.ExpiresAt) && slices.Equal(x.Scopes, y.Scopes)
+		return x.Path == y.Path && x.TodoID == y.TodoID && x.ExpiresAt.Equal(y.ExpiresAt) && slices.Equal(x.Scopes, y.Scopes) &&
+			x.Owner == y.Owner && x.OwnerRegistration == y.OwnerRegistration
 	}) {
 		t.Fatalf("round trip: %v\n%+v\n%+v", err, back, a.List())
 	}

@@ -128,7 +128,7 @@ func readyOf(v *View, goal, agent string, now time.Time, explain bool) ([]*Todo,
 		byID[t.ID] = t
 	}
 	lookup := func(id string) (*Todo, error) { return byID[id], nil }
-	// Only active, unexpired leases can be effective: read those.
+	// Only active, unexpired leases can be effective: judge those.
 	active, err := v.activeLeases(goal)
 	if err != nil {
 		return nil, nil, err
@@ -142,13 +142,9 @@ func readyOf(v *View, goal, agent string, now time.Time, explain bool) ([]*Todo,
 		if t == nil || !now.Before(e.ExpiresAt) {
 			continue
 		}
-		l, err := v.leaseRecord(goal, e.TodoID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if l == nil || l.Status != LeaseActive || !now.Before(l.ExpiresAt) {
-			continue
-		}
+		// The entry holds what the judgement reads (its record was
+		// validated when it was listed): no record is decoded here.
+		l := e.Lease()
 		leaseOf[l.TodoID] = l
 		a, ok := owners[l.Owner]
 		if !ok {

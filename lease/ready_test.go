@@ -66,6 +66,24 @@ func TestReadyFiltering(t *testing.T) {
 		{name: "own lease held by another", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(10)) }, agent: "a", why: "held:b"},
 		{name: "own lease held by the agent", setup: func(f *tcFix) { f.putLease("todo_xx1", "a", "ka", 1, 1, tcMin(10)) }, agent: "a", ready: true},
 		{name: "own lease expired", setup: func(f *tcFix) { f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(-1)) }, agent: "a", ready: true},
+		// The lease's execution began under the owner's earlier
+		// registration: not effective (judged from the active-lease
+		// entries, which keep the record's owner registration).
+		{name: "own lease of an owner registered again since", setup: func(f *tcFix) {
+			f.putLease("todo_xx1", "b", "kb", 1, 1, tcMin(10))
+			f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentRegistered, Registration: 7, RegisteredAt: tcT0, UpdatedAt: tcT0})
+		}, agent: "a", ready: true},
+		{name: "scope held by an owner registered again since", setup: func(f *tcFix) {
+			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
+			f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentRegistered, Registration: 7, RegisteredAt: tcT0, UpdatedAt: tcT0})
+		}, agent: "a", ready: true},
+		{name: "own lease held by another, same registration", setup: func(f *tcFix) {
+			f.setAgent(&Agent{ID: "b", Role: RoleAgent, Status: AgentRegistered, Registration: 7, RegisteredAt: tcT0, UpdatedAt: tcT0})
+			f.edit(func(v *View) {
+				v.PutLease(tcGoal, &Lease{TodoID: "todo_xx1", Owner: "b", IdempotencyKey: "kb", Version: 1, Epoch: 1, OwnerRegistration: 7,
+					Status: LeaseActive, AcquiredAt: tcT0, ExpiresAt: tcMin(10), Holders: []Holder{{Epoch: 1, Owner: "b", IdempotencyKey: "kb", StartedAt: tcT0}}})
+			})
+		}, agent: "a", why: "held:b"},
 		{name: "scope held by another's effective lease", setup: func(f *tcFix) {
 			f.putLease("todo_yy1y1", "b", "kb", 1, 1, tcMin(10), "src/**")
 		}, agent: "a", why: "scope:b:todo_yy1y1:src/**"},

@@ -13,7 +13,7 @@ import (
 // Every acquire checks its scopes against the goal's effective leases.
 // Scanning every lease record for that costs O(leases) per acquire (at
 // 1,000 active leases, ~45 µs each); the index keeps what the scan needs
-// (each active record's todo, expiry and scopes) per goal in
+// (each active record's todo, expiry, scopes and owner) per goal in
 // <common dir>/loopx-cache/leases-<hex goal>, tagged with the state
 // revision it reflects. A view gets the index of its own revision: the
 // saved one brought up to date from the tree diff of the goal's leases
@@ -43,7 +43,7 @@ var _ Index[*lease.ActiveLeases] = (*leaseIndex)(nil)
 
 func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *leaseIndex {
 	return &leaseIndex{records: records, perGoal: newPerGoal[*lease.ActiveLeases](saveAfter), sideFile: sideFile[*lease.ActiveLeases]{
-		repo: repo, kind: "leases", version: 1,
+		repo: repo, kind: "leases", version: 2,
 		file:   func(goal string) string { return "loopx-cache/leases-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.ActiveLeases).Encode,
 		decode: lease.DecodeActiveLeases,
