@@ -19,11 +19,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 )
 
@@ -141,13 +141,10 @@ func writeManAndCompletions(root *cobra.Command, dir string, date *time.Time) ([
 			return nil, err
 		}
 	}
-	header := &doc.GenManHeader{Title: "LOOPX", Section: "1", Source: "loopx " + Version, Manual: "loopx manual", Date: date}
-	if err := doc.GenManTreeFromOpts(root, doc.GenManTreeOptions{Header: header, Path: manDir, CommandSeparator: "-"}); err != nil {
+	header := manHeader{title: "LOOPX", section: "1", source: "loopx " + Version, manual: "loopx manual", date: manDate(date)}
+	files, err := writeManPages(root, manDir, header)
+	if err != nil {
 		return nil, err
-	}
-	var files []string
-	for _, c := range documented(root) {
-		files = append(files, filepath.Join(manDir, manPageName(c)))
 	}
 	scripts := []struct {
 		name string
@@ -170,6 +167,20 @@ func writeManAndCompletions(root *cobra.Command, dir string, date *time.Time) ([
 		files = append(files, p)
 	}
 	return files, nil
+}
+
+// manDate is the man pages' date: date when given, else
+// $SOURCE_DATE_EPOCH (reproducible builds), else now.
+func manDate(date *time.Time) time.Time {
+	if date != nil {
+		return date.UTC()
+	}
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Now().UTC()
 }
 
 // manPageName is the file of c's man page: loopx-task-lease-acquire.1.

@@ -59,7 +59,7 @@ func TestGenDocsManPagesAndCompletions(t *testing.T) {
 		}
 		page := string(data)
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-")
-		if !strings.HasPrefix(page, ".nh\n.TH \"LOOPX\" \"1\"") || !strings.Contains(page, "\n"+name+" - ") {
+		if !strings.HasPrefix(page, ".nh\n.TH \"LOOPX\" \"1\"") || !strings.Contains(page, "\n"+name+` \- `) {
 			t.Errorf("%s: not a man page of %s:\n%.300s", p, name, page)
 		}
 		var flags []string
@@ -136,5 +136,21 @@ func TestCLIReferenceUpToDate(t *testing.T) {
 	})
 	if requiredNote(acquire, "ttl-seconds") != "required" || requiredNote(acquire, "owner") != "" {
 		t.Errorf("requiredNote of task-lease acquire: ttl-seconds %q, owner %q", requiredNote(acquire, "ttl-seconds"), requiredNote(acquire, "owner"))
+	}
+}
+
+// TestRoffText: help text reaches roff escaped, so no line of it is read as
+// a request and no character is lost.
+func TestRoffText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{`a \n backslash`, `a \en backslash`},
+		{".TH at the start\n'quote too\nnot .here", "\\&.TH at the start\n\\&'quote too\nnot .here"},
+		{"4f1c… and “quotes”", `4f1c\[u2026] and \[u201C]quotes\[u201D]`},
+		{"trailing newlines\n\n", "trailing newlines"},
+	} {
+		if got := roffText(c.in); got != c.want {
+			t.Errorf("roffText(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
