@@ -15,14 +15,16 @@
 # alternate, so both see the same machine.
 #
 #   bash bench/lease_cycle_vs_plumbing.sh [ops=20] [leases="10 1000"]
+#   LOOPX_BIN=/path/to/loopx bash bench/lease_cycle_vs_plumbing.sh
 set -euo pipefail
 ops=${1:-20}
 sizes=${2:-"10 1000"}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/loopx" "$root/cmd/loopx"
-loopx="$work/loopx"
+# LOOPX_BIN=PATH times that build instead of this tree's (another commit's,
+# for a before/after on the same machine state).
+if [ -n "${LOOPX_BIN:-}" ]; then loopx=$LOOPX_BIN; else go build -o "$work/loopx" "$root/cmd/loopx"; loopx="$work/loopx"; fi
 # The seeded leases run from 2026-01-01 for 24 hours: fix the clock there so
 # they are effective (and every commit, seed included, carries that date).
 now=2026-01-01T00:00:00Z
