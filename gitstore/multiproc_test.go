@@ -156,6 +156,18 @@ func TestInterop(t *testing.T) {
 			t.Errorf("worker %d: %v", i, err)
 		}
 	}
+	// On a loaded machine the loopx workers can move the ref between every
+	// git writer's rev-parse and update-ref (each of those races lost is
+	// the compare-and-swap at work): the git writers go on until one of
+	// theirs lands too, within a bound.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		landed := len(gitCommits)
+		mu.Unlock()
+		if landed > 0 {
+			break
+		}
+	}
 	done.Store(true)
 	wg.Wait()
 	if t.Failed() {
