@@ -249,14 +249,24 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 // time of a decision already made (by the server: decided.go), which is
 // then made again as it was, not at this machine's clock.
 func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) attempt {
+	a, v := s.decideState(sn, call, at)
+	if a.proposal != nil {
+		a.board, a.proposal.Next = s.planBoard(sn, v, a.out, a.at)
+	}
+	return a
+}
+
+// decideState is decide without the board: the state commit's proposal
+// and the view with the decision's writes (for planBoard).
+func (s *Store) decideState(sn *gitstore.Snapshot, call lease.Call, at time.Time) (attempt, *lease.View) {
 	c := call.Current() // a request of an older schema version: today's rules
 	v := s.viewOf(sn)
 	meta, _ := v.Meta() // a corrupt meta is reported by the decision
 	if c.Op.Name != lease.OpStoreUpgrade && meta != nil && meta.FormatVersion < lease.FormatVersion {
-		return attempt{err: errUpgradeFirst}
+		return attempt{err: errUpgradeFirst}, v
 	}
 	if err := s.remote.CheckIdentity(v); err != nil {
-		return attempt{err: err}
+		return attempt{err: err}, v
 	}
 	clock := s.opts.now()
 	now := lease.Now(clock, sn.Time())
@@ -268,23 +278,23 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) att
 		// expire leases that are live by real time.
 		now = s.opts.systemNow().UTC().Truncate(time.Second)
 	} else if err := lease.CheckClock(clock, sn.Time(), lease.MaxClockSkew(meta)); err != nil {
-		return attempt{err: err}
+		return attempt{err: err}, v
 	}
 	if err := c.Resolve(v, lease.Defaults{Goal: s.defaultGoal}, now); err != nil {
-		return attempt{err: err, at: now}
+		return attempt{err: err, at: now}, v
 	}
 	o, err := c.Decide(v, now)
 	if err != nil {
-		return attempt{err: err, at: now}
+		return attempt{err: err, at: now}, v
 	}
 	a := attempt{out: o, at: now}
 	if !o.Write {
-		return a
+		return a, v
 	}
 	if !s.unrecorded {
 		req, err := c.Encode()
 		if err != nil {
-			return attempt{err: err, at: now}
+			return attempt{err: err, at: now}, v
 		}
 		o.Request = string(req)
 	}
@@ -293,21 +303,20 @@ func (s *Store) decide(sn *gitstore.Snapshot, call lease.Call, at time.Time) att
 	// without the decision's own writes).
 	rule, err := lease.CommitSigner(s.viewOf(sn), c, o)
 	if err != nil {
-		return attempt{err: err, at: now}
+		return attempt{err: err, at: now}, v
 	}
 	if p.Info.Sign, err = s.keys.signer(rule); err != nil {
-		return attempt{err: err, at: now}
+		return attempt{err: err, at: now}, v
 	}
 	for _, ch := range v.Changes() {
 		p.Changes = append(p.Changes, gitstore.Change{Path: ch.Path, Data: ch.Data, Delete: ch.Data == nil})
 	}
 	// A record loopx would refuse to read (oversize) is never written.
 	if err := lease.CheckRecordSizes(v.Changes()); err != nil {
-		return attempt{err: err, at: now}
+		return attempt{err: err, at: now}, v
 	}
-	a.board, p.Next = s.planBoard(sn, v, o, now)
 	a.proposal = p
-	return a
+	return a, v
 }
 
 // report renders what one mutation did in the contract's envelope.
