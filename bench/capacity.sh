@@ -30,7 +30,8 @@
 # processes running on the server and in the clones, the server's packs),
 # and every 5 s the processes that used most CPU in one second (top-nN.txt).
 # POLL=D: each run polls the server's head every D (`loopx run --poll`;
-# default 2s): one connection per agent per D, and a fetch when it moved.
+# default: run's own, a sixth of the TTL within 2s..30s): one connection
+# per agent per D, and a fetch when it moved.
 # DECIDE=1: the server's pre-receive hook is loopx's, installed with
 # --decide: requests are decided by the server in order (each clone's
 # first mutation is a compare-and-swap push, on which it learns that).
