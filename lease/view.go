@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -28,7 +29,9 @@ type Change struct {
 
 // View is a records snapshot for one decision: typed, validated reads over
 // Files, with the decision's own writes overlaid so later reads see them.
-// Reads never cache decoded records, so callers may modify what they get.
+// Every read returns a record of its own, so callers may modify what they
+// get (the view keeps the records it decoded, memo.go, and hands out
+// copies).
 type View struct {
 	files    Files
 	Revision string    // the revision the view was read from ("" when empty)
@@ -49,6 +52,8 @@ type View struct {
 	archive ReceiptArchive
 	// listings, when set, gives the goals' listings (listing.go).
 	listings ListingSource
+	// decoded keeps the single records get decoded (memo.go).
+	decoded map[string]decodedRecord
 }
 
 // DependentsIndex answers, from an index derived from the view's records
@@ -206,13 +211,28 @@ func (v *View) read(p string) ([]byte, bool, error) {
 	return v.files.Read(p)
 }
 
-// get decodes the record at p into r; found is false when absent.
+// get decodes the record at p into r; found is false when absent. A
+// record decoded before from the same bytes is copied instead (memo.go).
 func (v *View) get(p string, r record) (bool, error) {
+	_, written := v.writes[p]
+	m, seen := v.decoded[p]
+	if seen && m.base && !written {
+		m.copyTo(r) // the snapshot's record: it cannot have changed
+		return true, nil
+	}
 	data, ok, err := v.read(p)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, DecodeAt(p, data, r)
+	if seen && !m.base && written && bytes.Equal(m.data, data) {
+		m.copyTo(r)
+		return true, nil
+	}
+	if err := DecodeAt(p, data, r); err != nil {
+		return true, err
+	}
+	v.remember(p, data, !written, r)
+	return true, nil
 }
 
 // walk decodes every record under dir that newRec accepts, overlay included.
