@@ -9,9 +9,10 @@ import (
 
 // Config tunes a Cache; zero fields take the defaults.
 type Config struct {
-	// LeaseIndexSaveAfter is how many changed records a process catches
+	// LeaseIndexSaveAfter is the most changed records a process catches
 	// a loaded active-lease index up with before it saves it again
-	// (default 8; leases.go).
+	// (default 8; a small index is saved sooner: leaseSaveAfter in
+	// leases.go). The listing is saved after this many.
 	LeaseIndexSaveAfter int
 	// LogIndexKeep is how many commits per todo the log index names
 	// (default 64; logs.go).

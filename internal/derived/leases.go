@@ -42,12 +42,14 @@ type leaseIndex struct {
 var _ Index[*lease.ActiveLeases] = (*leaseIndex)(nil)
 
 func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *leaseIndex {
-	return &leaseIndex{records: records, perGoal: newPerGoal[*lease.ActiveLeases](saveAfter), sideFile: sideFile[*lease.ActiveLeases]{
+	ix := &leaseIndex{records: records, perGoal: newPerGoal[*lease.ActiveLeases](saveAfter), sideFile: sideFile[*lease.ActiveLeases]{
 		repo: repo, kind: "leases", version: 2,
 		file:   func(goal string) string { return "loopx-cache/leases-" + hex.EncodeToString([]byte(goal)) },
 		encode: (*lease.ActiveLeases).Encode,
 		decode: lease.DecodeActiveLeases,
 	}}
+	ix.saveAfterFor = func(a *lease.ActiveLeases) int { return leaseSaveAfter(a.Len(), saveAfter) }
+	return ix
 }
 
 // atSnapshot returns the index of goal's active leases at sn, or nil
@@ -58,6 +60,18 @@ func newLeaseIndex(repo gitstore.Repo, records *recordCache, saveAfter int) *lea
 func (ix *leaseIndex) atSnapshot(sn *gitstore.Snapshot, goal string) *lease.ActiveLeases {
 	l, _ := ix.perGoal.atSnapshot(ix, sn, goal)
 	return l
+}
+
+// leaseSaveAfter is how many changed records a process catches an index
+// of n active leases up with before it saves it, at most max. Saving
+// encodes every entry (~2 µs each) and writes a file (~0.1 ms); catching up
+// decodes each changed record (a YAML lease record with its holders and
+// receipts, ~0.1 ms) after a tree diff. So a small index is saved after
+// every change: the next process then catches up one record, not up to
+// max (at 10 active leases, up to 8 records were 1.4 ms of an acquire's
+// 14 ms); a large one only when the catch-ups it saves outweigh it.
+func leaseSaveAfter(n, max int) int {
+	return min(max, 1+n/50)
 }
 
 var errDamaged = errors.New("a record of the derived data does not decode")

@@ -189,51 +189,69 @@ func TestActiveLeaseIndexDamagedRecord(t *testing.T) {
 	}
 }
 
-// The saved index is rewritten by a process that rebuilt it, or that caught
-// it up with LeaseIndexSaveAfter changed records or more; a process that
-// caught up fewer leaves the file as it was (and the next one catches up
-// from there).
+// The index file is rewritten by the process that caught it up by enough
+// changed records: a small index after every change (the next process
+// then catches up one record), a large one after
+// min(LeaseIndexSaveAfter, 1 + active/50) (leaseSaveAfter).
 func TestActiveLeaseIndexSavedEveryFewChanges(t *testing.T) {
-	cfg := derived.Config{LeaseIndexSaveAfter: 3}
-	f := fixture.NewMem(t, loopx.Options{Derived: cfg}, "agent-a")
-	s, repo := f.S, f.Repo
-	for i := range 8 {
-		f.Do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
-	}
-	saved := func() gitstore.Hash { return derived.SavedLeases(repo, "g") }
-	// Each acquire in a process of its own (a new Store): its scope check
-	// reads the index, from the file.
-	acquire := func(i int) gitstore.Hash {
-		t.Helper()
-		head, _ := repo.Head(context.Background())
-		v := int64(0)
-		f.Do(f.Open(), lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
-			IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})
-		return head // the revision its decision read
-	}
-	first := acquire(0) // no file yet: built from the records, saved
-	if saved() != first {
-		t.Fatalf("after the rebuild the file is at %s, want %s", saved(), first)
-	}
-	acquire(1) // 1 lease changed since the file
-	acquire(2) // 2
-	if saved() != first {
-		t.Fatal("the file was rewritten after fewer than LeaseIndexSaveAfter changes")
-	}
-	third := acquire(3) // 3: saved at the revision it read
-	if saved() != third {
-		t.Fatalf("after 3 changes the file is at %s, want %s", saved(), third)
-	}
-	// What the file and a catch-up give still equals the records' index.
-	head, _ := repo.Head(context.Background())
-	sn, err := repo.Snapshot(head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := derived.New(repo, cfg)
-	got := c.ActiveLeases(sn, "g")
-	want := derived.BuildLeaseIndex(c.RecordView(sn), "g")
-	if got == nil || !reflect.DeepEqual(got.List(), want.List()) || len(want.List()) != 4 {
-		t.Fatalf("index %+v, want %+v", got, want)
+	for _, tc := range []struct {
+		name     string
+		existing int // active leases before the counted acquires
+		after    int // the changes a process catches up before it saves
+	}{
+		{"small", 0, 1},
+		{"large", 150, 3}, // min(3, 1+150/50)
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := derived.Config{LeaseIndexSaveAfter: 3}
+			f := fixture.NewMem(t, loopx.Options{Derived: cfg}, "agent-a")
+			s, repo := f.S, f.Repo
+			for i := range tc.existing + 8 {
+				f.Do(s, lease.AddRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Text: "t"})
+			}
+			v0 := int64(0)
+			for i := range tc.existing {
+				f.Do(s, lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", i), Owner: "agent-a",
+					IdempotencyKey: fmt.Sprintf("k%d", i), ExpectedVersion: &v0, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("e/%d/**", i)}})
+			}
+			saved := func() gitstore.Hash { return derived.SavedLeases(repo, "g") }
+			// Each acquire in a process of its own (a new Store): its
+			// scope check reads the index, from the file.
+			acquire := func(i int) gitstore.Hash {
+				t.Helper()
+				head, _ := repo.Head(context.Background())
+				v := int64(0)
+				f.Do(f.Open(), lease.AcquireRequest{Goal: "g", Todo: fmt.Sprintf("todo_%03d", tc.existing+i), Owner: "agent-a",
+					IdempotencyKey: fmt.Sprintf("n%d", i), ExpectedVersion: &v, TTLSeconds: 600, WriteScopes: []string{fmt.Sprintf("w/%d/**", i)}})
+				return head // the revision its decision read
+			}
+			last := acquire(0) // the file is at this revision (rebuilt or caught up far enough)
+			if saved() != last {
+				t.Fatalf("after the first acquire the file is at %s, want %s", saved(), last)
+			}
+			for i := 1; i <= 2*tc.after; i++ {
+				read := acquire(i)
+				if i%tc.after == 0 {
+					if saved() != read {
+						t.Fatalf("acquire %d: %d changes caught up, the file is at %s, want %s", i, tc.after, saved(), read)
+					}
+					last = read
+				} else if saved() != last {
+					t.Fatalf("acquire %d: the file was rewritten after fewer than %d changes", i, tc.after)
+				}
+			}
+			// What the file and a catch-up give still equals the records' index.
+			head, _ := repo.Head(context.Background())
+			sn, err := repo.Snapshot(head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := derived.New(repo, cfg)
+			got := c.ActiveLeases(sn, "g")
+			want := derived.BuildLeaseIndex(c.RecordView(sn), "g")
+			if got == nil || !reflect.DeepEqual(got.List(), want.List()) || len(want.List()) != tc.existing+2*tc.after+1 {
+				t.Fatalf("index of %d, want %d entries", len(got.List()), len(want.List()))
+			}
+		})
 	}
 }

@@ -13,6 +13,9 @@ import (
 // brought to a snapshot.
 type perGoal[T any] struct {
 	saveAfter int // save a value caught up by this many changed records or more
+	// saveAfterFor, when set, is saveAfter for a value (a small one is
+	// cheaper to save than to catch up again in the next process).
+	saveAfterFor func(T) int
 
 	mu sync.Mutex
 	at map[string]goalAt[T]
@@ -46,7 +49,11 @@ func (p *perGoal[T]) atSnapshot(ix Index[T], sn *gitstore.Snapshot, goal string)
 		return v, false
 	}
 	p.at[goal] = goalAt[T]{rev: to.Rev, v: next}
-	if !have && (how == rebuilt || how == caughtUp && changed >= p.saveAfter) {
+	after := p.saveAfter
+	if p.saveAfterFor != nil {
+		after = p.saveAfterFor(next)
+	}
+	if !have && (how == rebuilt || how == caughtUp && changed >= after) {
 		ix.Save(goal, to.Rev, next)
 	}
 	return next, true
