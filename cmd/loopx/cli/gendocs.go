@@ -247,26 +247,37 @@ func usageLine(c *cobra.Command) string {
 	return c.UseLine()
 }
 
+// flagDoc is what the generated documents say of a flag: the name of its
+// value ("" for a switch), its usage and its default ("" when that is the
+// zero value); ok is false for a flag they leave out (hidden, deprecated).
+func flagDoc(f *pflag.Flag) (varname, usage, def string, ok bool) {
+	if f.Hidden || f.Deprecated != "" {
+		return "", "", "", false
+	}
+	varname, usage = pflag.UnquoteUsage(f)
+	if f.Value.Type() == "bool" {
+		varname = ""
+	}
+	switch def = f.DefValue; def {
+	case "", "false", "0", "[]", "0s":
+		def = ""
+	}
+	return varname, usage, def, true
+}
+
 // writeFlagTable writes one row per visible flag of fs.
 func writeFlagTable(w io.Writer, c *cobra.Command, fs *pflag.FlagSet) {
 	fmt.Fprintf(w, "| flag | value | default | meaning |\n|---|---|---|---|\n")
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Deprecated != "" || f.Name == "help" {
+		varname, usage, def, ok := flagDoc(f)
+		if !ok || f.Name == "help" {
 			return
 		}
 		name := "`--" + f.Name + "`"
 		if f.Shorthand != "" {
 			name = "`-" + f.Shorthand + "`, " + name
 		}
-		varname, usage := pflag.UnquoteUsage(f)
-		if f.Value.Type() == "bool" {
-			varname = ""
-		}
-		def := f.DefValue
-		switch def {
-		case "", "false", "0", "[]", "0s":
-			def = ""
-		default:
+		if def != "" {
 			def = "`" + def + "`"
 		}
 		if req := requiredNote(c, f.Name); req != "" {

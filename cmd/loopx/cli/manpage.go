@@ -79,20 +79,18 @@ func manPage(c *cobra.Command, h manHeader) []byte {
 func manFlags(b *bytes.Buffer, title string, fs *pflag.FlagSet) {
 	var items []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Deprecated != "" {
+		varname, usage, def, ok := flagDoc(f)
+		if !ok {
 			return
 		}
 		name := "\\fB--" + f.Name + "\\fP"
 		if f.Shorthand != "" && f.ShorthandDeprecated == "" {
 			name = "\\fB-" + f.Shorthand + "\\fP, " + name
 		}
-		varname, usage := pflag.UnquoteUsage(f)
-		switch {
-		case f.Value.Type() == "bool":
-		case varname != "":
+		if varname != "" {
 			name += "=" + roffText(varname)
 		}
-		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "[]" && def != "0s" {
+		if def != "" {
 			usage += fmt.Sprintf(" (default %s)", def)
 		}
 		items = append(items, ".PP\n"+name+"\n.RS 4\n"+roffText(usage)+"\n.RE\n")
