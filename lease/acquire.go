@@ -271,10 +271,8 @@ func ScopeConflicts(v *View, goal, todo string, scopes []string, now time.Time) 
 		if a.TodoID == todo || len(a.Scopes) == 0 || !now.Before(a.ExpiresAt) || !anyOverlap(a.Scopes, scopes) {
 			continue
 		}
-		l, err := v.leaseRecord(goal, a.TodoID)
-		if err != nil {
-			return nil, err
-		}
+		// The entry holds all the judgement reads (as todo ready's does).
+		l := a.Lease()
 		eff, err := leaseIsEffective(v, goal, l, now)
 		if err != nil {
 			return nil, err

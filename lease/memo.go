@@ -1,6 +1,9 @@
 package lease
 
-import "slices"
+import (
+	"reflect"
+	"slices"
+)
 
 // The records a view decoded.
 //
@@ -41,16 +44,7 @@ func (v *View) remember(p string, data []byte, base bool, r record) {
 
 // copyTo sets r (of the kept record's type) to a copy of the kept record.
 func (m decodedRecord) copyTo(r record) {
-	switch dst := r.(type) {
-	case *StoreMeta:
-		*dst = *copyRecord(m.rec).(*StoreMeta)
-	case *Goal:
-		*dst = *copyRecord(m.rec).(*Goal)
-	case *Agent:
-		*dst = *copyRecord(m.rec).(*Agent)
-	case *Todo:
-		*dst = *copyRecord(m.rec).(*Todo)
-	}
+	reflect.ValueOf(r).Elem().Set(reflect.ValueOf(copyRecord(m.rec)).Elem())
 }
 
 // copyRecord returns a deep copy of r, or nil for a type the views do not
