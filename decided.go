@@ -135,18 +135,18 @@ func firstLine(s string) string {
 // path.
 //
 // said is, when the server was asked and its answer is not used, what it
-// answered (TxStats.ServerSaid).
-func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult, ok bool, said string) {
+// answered (TxStats.ServerSaid, ServerMessage).
+func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult, ok bool, said serverSaid) {
 	if s.git == nil || !s.remote.Online() || s.unrecorded || call.Op.Name == lease.OpStoreUpgrade || !s.git.DeciderKnown(s.remote.Name()) {
-		return a, tx, false, ""
+		return a, tx, false, serverSaid{}
 	}
 	raw, err := call.Encode()
 	if err != nil {
-		return a, tx, false, ""
+		return a, tx, false, serverSaid{}
 	}
 	body, err := json.Marshal(decideRequest{Request: raw, DefaultGoal: s.defaultGoal})
 	if err != nil {
-		return a, tx, false, ""
+		return a, tx, false, serverSaid{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitstore.DefaultRetry.Timeout)
 	defer cancel()
@@ -158,19 +158,19 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	line, err := s.git.PushRequest(ctx, s.remote.Name(), body)
 	tx.Asked = clock.Or(s.opts.Clock).Since(asked)
 	if errors.Is(err, gitstore.ErrNoDecider) {
-		return a, tx, false, "no_decider"
+		return a, tx, false, serverSaid{What: "no_decider"}
 	}
 	if err != nil {
-		return a, tx, false, "no_answer"
+		return a, tx, false, serverSaid{What: "no_answer"}
 	}
 	var r decideReply
 	if json.Unmarshal([]byte(line), &r) != nil {
-		return a, tx, false, "no_answer"
+		return a, tx, false, serverSaid{What: "no_answer"}
 	}
 	tx.ServerDecided = time.Duration(r.MS * float64(time.Millisecond))
-	said = r.Status
+	said = serverSaid{What: r.Status}
 	if r.Status == "refused" {
-		said = string(r.Code)
+		said = serverSaid{What: string(r.Code), Message: r.Message}
 	}
 	at, terr := time.Parse(time.RFC3339, r.At)
 	base := gitstore.ParseHash(r.Base)
@@ -187,7 +187,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 	case "committed":
 		state, head := gitstore.ParseHash(r.State), gitstore.ParseHash(r.Head)
 		if a, ok := s.reproduce(call, base, state, head, at); ok {
-			return a, decided(head, state, true), true, ""
+			return a, decided(head, state, true), true, serverSaid{}
 		}
 		if _, err := s.repo.Head(ctx); err != nil { // fetch: brings the commits
 			return a, tx, false, said
@@ -195,7 +195,7 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		if a, err = s.redecide(base, state, head); err != nil {
 			return a, tx, false, said
 		}
-		return a, decided(head, state, false), true, ""
+		return a, decided(head, state, false), true, serverSaid{}
 	case "refused", "unchanged":
 		// The same decision made here, on the head and at the time the
 		// server decided it: the answer with this build's typed details.
@@ -218,10 +218,14 @@ func (s *Store) applyByServer(call lease.Call) (a attempt, tx gitstore.TxResult,
 		}
 		// The head reported is the one decided on, which is here (a board
 		// the server delivered on the way is fetched by the next read).
-		return a, decided(base, gitstore.ZeroHash, false), true, ""
+		return a, decided(base, gitstore.ZeroHash, false), true, serverSaid{}
 	}
 	return a, tx, false, said
 }
+
+// serverSaid is what a server that decides answered, when its answer was
+// not used: its status or refusal's code, and a refusal's message.
+type serverSaid struct{ What, Message string }
 
 // reproduce makes the server's commits again here when the head they were
 // decided on is here (no other writer came between this clone's last

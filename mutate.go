@@ -165,14 +165,14 @@ func (s *Store) applyTx(call lease.Call, upgrade bool) (*Result[any], *lease.Out
 	}
 	if last.err != nil { // the server's refusal, decided again here
 		err := s.annotateErr(storeerr.Map(last.err))
-		s.txStats(call, tx, start, "", err, "")
+		s.txStats(call, tx, start, "", err, serverSaid{})
 		return nil, nil, tx, last.at, err
 	}
-	return s.finish(call, last, tx, start, "")
+	return s.finish(call, last, tx, start, serverSaid{})
 }
 
 // finish reports a transaction that decided.
-func (s *Store) finish(call lease.Call, last attempt, tx gitstore.TxResult, start time.Time, said string) (*Result[any], *lease.Outcome, gitstore.TxResult, time.Time, error) {
+func (s *Store) finish(call lease.Call, last attempt, tx gitstore.TxResult, start time.Time, said serverSaid) (*Result[any], *lease.Outcome, gitstore.TxResult, time.Time, error) {
 	if last.out.Write && s.opts.AfterCommit != nil {
 		s.opts.AfterCommit()
 	}
@@ -206,6 +206,9 @@ type TxStats struct {
 	// was decided here instead), what it answered: "unchanged", a
 	// refusal's code, or "no_answer".
 	ServerSaid string `json:"server_said,omitempty"`
+	// ServerMessage is then a refusal's message (its first line), which
+	// says what failed on the server when the code is store_io.
+	ServerMessage string `json:"server_message,omitempty"`
 	// Reproduced: the server's commits were made again here from the
 	// same decision instead of being fetched (decided.go).
 	Reproduced bool `json:"reproduced,omitempty"`
@@ -225,7 +228,7 @@ func msOf(d time.Duration) float64 {
 
 // txStats reports a transaction to Options.TxStats, when set. An upgrade
 // run first on the way is reported by itself, as its own transaction.
-func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, status string, err error, said string) {
+func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, status string, err error, said serverSaid) {
 	if s.opts.TxStats == nil {
 		return
 	}
@@ -235,7 +238,7 @@ func (s *Store) txStats(call lease.Call, tx gitstore.TxResult, start time.Time, 
 		st.DecidedBy = "server"
 		st.Reproduced = tx.Reproduced
 	}
-	st.ServerSaid = said
+	st.ServerSaid, st.ServerMessage = said.What, said.Message
 	if err != nil {
 		st.Code = lease.CodeStoreIO
 		if le, ok := lease.AsError(err); ok {
