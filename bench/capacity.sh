@@ -41,6 +41,10 @@
 # AGENTS_PER_PROXY (default 8): agents per Toxiproxy listener (each with
 # the same latency toxics, in one Toxiproxy process).
 #
+# MUST_HOLD (default 64, the target: 64 agents with a 60 s TTL): the
+# script exits 1, after writing its table and plot, when any N up to
+# MUST_HOLD lost a lease (larger N are measured, not judged).
+#
 # Toxiproxy (v2.5.0) is built with `go install` into a temporary GOBIN: it is
 # no dependency of loopx's module. Needs git, go, jq.
 set -euo pipefail
@@ -50,6 +54,8 @@ PERIOD=${PERIOD:-60}
 TTL=${TTL:-60}
 LATENCY_MS=${LATENCY_MS:-25}
 TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-v2.5.0}
+MUST_HOLD=${MUST_HOLD:-64}
+failed_ns=""
 root=${SRC:-$(cd "$(dirname "$0")/.." && pwd)} # SRC: the source tree, when this script runs from a copy
 OUT=${OUT:-$root/bench/capacity}
 work=$(mktemp -d)
@@ -295,6 +301,7 @@ for n in $NS; do
     "$(echo "$client / $hz" | bc -l)" "$(echo "100 * $client / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$server / $hz" | bc -l)" "$(echo "100 * $server / $hz / $secs / $cores" | bc -l)" \
     "$(echo "$proxy / $hz" | bc -l)" "$(cut -d' ' -f2 /proc/loadavg)" | tee -a "$tsv" >&2
+  if [ "$leases_lost" != 0 ] && [ "$n" -le "$MUST_HOLD" ]; then failed_ns="$failed_ns $n"; fi
   if [ "$leases_lost" != 0 ] || grep -q 'loopx: tx: {.*"code"' "$d/stderr"; then
     echo "  errors: $(grep -ho '"operation":"[a-z.-]*","code":"[a-z_]*"' "$d/stderr" | sort | uniq -c | tr '\n' ';')" >&2
     echo "  lost: $(cat "$d"/stdout.* | jq -r 'select(.error) | .error.code' 2>/dev/null | sort | uniq -c | tr '\n' ';')" >&2
@@ -306,3 +313,7 @@ for n in $NS; do
 done
 "$work/bin/capplot" -in "$tsv" -out "$OUT/capacity.png"
 echo "# wrote $tsv and $OUT/capacity.png" >&2
+if [ -n "$failed_ns" ]; then
+  echo "FAIL: leases lost at N =$failed_ns (MUST_HOLD=$MUST_HOLD: none may be lost up to it)" >&2
+  exit 1
+fi
