@@ -83,7 +83,7 @@ func TestEncodeDeltaRandomEdits(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	alphabet := []byte("ab\x00 40000\n")
 	for i := 0; i < 2000; i++ {
-		src := make([]byte, 1+r.Intn(600)) // never an empty base (deltaPacker)
+		src := make([]byte, 1+r.Intn(600)) // never an empty base (deltaSearch)
 		for j := range src {
 			if r.Intn(3) == 0 {
 				src[j] = byte(r.Intn(256))

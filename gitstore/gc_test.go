@@ -458,6 +458,71 @@ func TestExplicitGCDeltasSmallObjects(t *testing.T) {
 	}
 }
 
+// TestExplicitGCDeltasPathsBeyondBudget: the explicit GC's delta search
+// keeps the candidate bases of one path at a time, so a store whose paths
+// together need more than deltaKeepBytes of bases (their records
+// interleaved in the pack's order, a version of each in turn) still
+// stores every version of a record but its newest as a delta. When the
+// bases of all paths were kept at once, the paths used longest ago were
+// forgotten before their next version came, and most versions were
+// written whole.
+func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
+	requireGit(t)
+	record := func(p, v int) []byte {
+		var b strings.Builder
+		fmt.Fprintf(&b, "todo_id: t%d\nversion: %d\nholders:\n", p, v)
+		for i := 0; i < 120; i++ {
+			fmt.Fprintf(&b, "  - epoch: %d\n    owner: agent-%d-%d\n", i, p, i%7)
+		}
+		return []byte(b.String())
+	}
+	// Enough paths that four bases of each are 1.5 times the budget.
+	perPath := 4 * (&deltaBase{data: record(0, 0), index: newDeltaIndex(record(0, 0))}).cost()
+	paths := 3 * deltaKeepBytes / perPath / 2
+	const versions = 7
+	dir := newRepoIn(t, fastTempDir(t))
+	s := openT(t, dir, Options{})
+	s.odb.noSync = true
+	ctx := context.Background()
+	for i := 0; i < paths*versions; i++ {
+		p, v := i%paths, i/paths
+		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+			return &Proposal{Changes: []Change{{Path: fmt.Sprintf("leases/%03d/t%d.yaml", p, p), Data: record(p, v)}},
+				Info: CommitInfo{Message: fmt.Sprintf("change %d", i), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
+	if len(packs) != 1 {
+		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
+	}
+	out, err := tryGit(dir, "", "verify-pack", "-v", packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, blobs := 0, 0
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && len(f[0]) == 40 && f[1] == "blob" {
+			blobs++
+			if len(f) < 7 {
+				whole++
+			}
+		}
+	}
+	t.Logf("%d paths of %d versions (bases of a path: %d bytes): %d of %d blobs whole", paths, versions, perPath, whole, blobs)
+	if blobs != paths*versions {
+		t.Fatalf("%d blobs in the pack, want %d", blobs, paths*versions)
+	}
+	if whole > paths+paths/10 {
+		t.Errorf("%d blobs written whole, want about one per path (%d)", whole, paths)
+	}
+	fsckT(t, dir)
+}
+
 // TestGCDue: the automatic GC's thresholds, moved by a repository's spread
 // so that clones following one server do not all repack at once.
 func TestGCDue(t *testing.T) {

@@ -35,7 +35,7 @@ const packMin = 2
 func encodePack(objs []newObject) (pack, idx []byte, name Hash, err error) {
 	b := newPackBuilder(len(objs))
 	for _, o := range objs {
-		if _, err := b.addWhole(o.hash, o.typ, o.data, nil); err != nil {
+		if _, err := b.addWhole(o.hash, o.typ, o.data); err != nil {
 			return nil, nil, ZeroHash, err
 		}
 	}
@@ -83,22 +83,31 @@ func (b *packBuilder) header(t byte, size uint64) (int64, error) {
 	return int64(start), nil
 }
 
-// addWhole writes an object whole; z, when not nil, is its content
-// already zlib-compressed (else it is compressed here). It returns the
-// object's offset.
-func (b *packBuilder) addWhole(h Hash, typ plumbing.ObjectType, data, z []byte) (int64, error) {
+// addWhole writes an object whole, compressing its content, and returns
+// its offset.
+func (b *packBuilder) addWhole(h Hash, typ plumbing.ObjectType, data []byte) (int64, error) {
+	return b.whole(h, typ, len(data), func() error { return deflateTo(&b.pb, data) })
+}
+
+// addWholeZ writes an object of size bytes whole, z its content
+// zlib-compressed, and returns its offset.
+func (b *packBuilder) addWholeZ(h Hash, typ plumbing.ObjectType, size int, z []byte) (int64, error) {
+	return b.whole(h, typ, size, func() error { _, err := b.pb.Write(z); return err })
+}
+
+// whole writes the header of a whole object of size bytes, then its
+// compressed content (body), and notes it.
+func (b *packBuilder) whole(h Hash, typ plumbing.ObjectType, size int, body func() error) (int64, error) {
 	// plumbing's object type numbers are the pack's.
 	t := byte(typ)
 	if t < packCommit || t > packTag {
 		return 0, fmt.Errorf("gitstore: cannot pack object type %v", typ)
 	}
-	start, err := b.header(t, uint64(len(data)))
+	start, err := b.header(t, uint64(size))
 	if err != nil {
 		return 0, err
 	}
-	if z != nil {
-		b.pb.Write(z)
-	} else if err := deflateTo(&b.pb, data); err != nil {
+	if err := body(); err != nil {
 		return 0, err
 	}
 	b.note(h, start)
@@ -386,6 +395,17 @@ func removeStaleTmpFiles(objDir string) {
 // same kind written before it (its other versions: the same path in the
 // history, or, for commits, the same first word of the message), with
 // deltas encoded by delta.go.
+//
+// The search runs one group of objects at a time (a path's versions, or
+// the commits: deltaPack, gc.go), each group's objects in the pack's
+// order, and keeps only that group's candidate bases: the pack's order
+// interleaves the paths (newest first, by commit), and bases kept across
+// all of them outgrew any memory bound at 20,000 mutations on 100 todos
+// (lease records of 7 KB: the bases of the paths used longest ago were
+// forgotten before their next version came, and 4,824 versions were
+// written whole, 1,602 B a mutation instead of 1,204). A delta's base is
+// an earlier object of its group, so it is earlier in the pack too, and
+// the objects are then written in the pack's order (writeDeltaPack).
 
 const (
 	// deltaCandidates is how many earlier objects of one kind are tried as
@@ -399,9 +419,9 @@ const (
 	// pays one delta per level (the head's objects come first in the pack
 	// and are whole), with the intermediate results cached (pack.go).
 	maxDeltaDepth = 250
-	// deltaKeepBytes bounds the memory of the candidate bases (their
-	// contents and indexes); past it, the kinds used longest ago are
-	// forgotten.
+	// deltaKeepBytes bounds the memory of one group's candidate bases
+	// (their contents and indexes); past it, the kinds used longest ago
+	// are forgotten (a group of several kinds: the commits).
 	deltaKeepBytes = 16 << 20
 )
 
@@ -414,9 +434,19 @@ type deltaObject struct {
 	kind string
 }
 
-// deltaPacker writes the objects given to add, in that order, as one pack.
-type deltaPacker struct {
-	b      *packBuilder
+// deltaPlan is how the search chose to write one object: whole (base -1)
+// or as a delta of the object at index base in the pack's order; z is the
+// content or the delta, zlib-compressed, of size bytes.
+type deltaPlan struct {
+	hash Hash
+	typ  plumbing.ObjectType
+	size int
+	base int
+	z    []byte
+}
+
+// deltaSearch chooses, one group at a time, how each object is written.
+type deltaSearch struct {
 	zw     *zlib.Writer
 	kinds  map[string]*deltaKindBases
 	kept   int
@@ -431,7 +461,7 @@ type deltaKindBases struct {
 }
 
 type deltaBase struct {
-	off   int64
+	at    int // index in the pack's order
 	data  []byte
 	typ   plumbing.ObjectType
 	depth int
@@ -447,12 +477,12 @@ func (b *deltaBase) cost() int {
 	return len(b.data) + 4*(len(b.index.head)+len(b.index.next))
 }
 
-func newDeltaPacker(n int) *deltaPacker {
+func newDeltaSearch() *deltaSearch {
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestCompression)
-	return &deltaPacker{b: newPackBuilder(n), zw: zw, kinds: map[string]*deltaKindBases{}}
+	return &deltaSearch{zw: zw, kinds: map[string]*deltaKindBases{}}
 }
 
-func (d *deltaPacker) deflate(dst *bytes.Buffer, data []byte) error {
+func (d *deltaSearch) deflate(dst *bytes.Buffer, data []byte) error {
 	dst.Reset()
 	d.zw.Reset(dst)
 	if _, err := d.zw.Write(data); err != nil {
@@ -461,10 +491,18 @@ func (d *deltaPacker) deflate(dst *bytes.Buffer, data []byte) error {
 	return d.zw.Close()
 }
 
-// add writes o, whole or as the smallest delta against a candidate base.
-func (d *deltaPacker) add(o deltaObject) error {
+// group starts a new group: no base of the last one is tried again.
+func (d *deltaSearch) group() {
+	clear(d.kinds)
+	d.kept = 0
+}
+
+// plan chooses how o, the object at index at in the pack's order, is
+// written: whole, or as the smallest delta against a candidate base of
+// its kind in this group.
+func (d *deltaSearch) plan(at int, o deltaObject) (deltaPlan, error) {
 	if err := d.deflate(&d.zWhole, o.data); err != nil {
-		return err
+		return deltaPlan{}, err
 	}
 	d.tick++
 	k := d.kinds[o.kind]
@@ -491,22 +529,21 @@ func (d *deltaPacker) add(o deltaObject) error {
 	}
 	if best != nil && len(bestDelta) < len(o.data) {
 		if err := d.deflate(&d.zDelta, bestDelta); err != nil {
-			return err
+			return deltaPlan{}, err
 		}
 	}
+	p := deltaPlan{hash: o.hash, typ: o.typ, size: len(o.data), base: -1}
 	depth := 0
-	var off int64
-	var err error
 	// The delta's header adds its base's distance (up to 4 bytes in a
 	// pack under 2 GiB) to the whole object's header.
 	if best != nil && len(bestDelta) < len(o.data) && d.zDelta.Len()+4 < d.zWhole.Len() {
-		off, err = d.b.addDelta(o.hash, best.off, len(bestDelta), d.zDelta.Bytes())
+		p.size, p.base, p.z = len(bestDelta), best.at, bytes.Clone(d.zDelta.Bytes())
 		depth = best.depth + 1
 	} else {
-		off, err = d.b.addWhole(o.hash, o.typ, o.data, d.zWhole.Bytes())
+		p.z = bytes.Clone(d.zWhole.Bytes())
 	}
-	if err != nil || o.kind == "" {
-		return err
+	if o.kind == "" {
+		return p, nil
 	}
 	if k == nil {
 		k = &deltaKindBases{used: d.tick}
@@ -516,18 +553,18 @@ func (d *deltaPacker) add(o deltaObject) error {
 		d.kept -= k.bases[0].cost()
 		k.bases = append(k.bases[:0], k.bases[1:]...)
 	}
-	nb := &deltaBase{off: off, data: o.data, typ: o.typ, depth: depth}
+	nb := &deltaBase{at: at, data: o.data, typ: o.typ, depth: depth}
 	k.bases = append(k.bases, nb)
 	d.kept += nb.cost()
 	if d.kept > deltaKeepBytes {
 		d.forget()
 	}
-	return nil
+	return p, nil
 }
 
 // forget drops the bases of the kinds used longest ago until half the
 // budget is free.
-func (d *deltaPacker) forget() {
+func (d *deltaSearch) forget() {
 	type ku struct {
 		kind string
 		used int
@@ -548,4 +585,25 @@ func (d *deltaPacker) forget() {
 	}
 }
 
-func (d *deltaPacker) finish() (pack, idx []byte, name Hash, err error) { return d.b.finish() }
+// writeDeltaPack writes the planned objects in their order (each delta's
+// base is before it) as one pack, and returns it, its index and its name.
+func writeDeltaPack(plans []deltaPlan) (pack, idx []byte, name Hash, err error) {
+	b := newPackBuilder(len(plans))
+	offs := make([]int64, len(plans))
+	for i := range plans {
+		p := &plans[i]
+		switch {
+		case p.base < 0:
+			offs[i], err = b.addWholeZ(p.hash, p.typ, p.size, p.z)
+		case p.base < i:
+			offs[i], err = b.addDelta(p.hash, offs[p.base], p.size, p.z)
+		default:
+			err = fmt.Errorf("gitstore: object %d's delta base %d is not before it", i, p.base)
+		}
+		if err != nil {
+			return nil, nil, ZeroHash, err
+		}
+		p.z = nil // written: the pack holds it now
+	}
+	return b.finish()
+}
