@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"math"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -290,7 +292,24 @@ func gcCmd(e *env) *cobra.Command {
 		Example: "  loopx gc",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			collectForBigWork()
 			return e.run(func(s *loopx.Store) (loopx.Reply, error) { return s.GC() })
 		},
 	}
 }
+
+// collectForBigWork gives a command that holds much in memory at once (gc:
+// a whole history's new pack) a collector paced by its heap (GOGC=50, no
+// limit) unless GOGC or GOMEMLIMIT chose one: main.go turns collection off
+// under a 48 MiB limit, which suits the short commands, but a heap that
+// outgrows the limit is then collected without pause. An explicit GC of
+// 3,000 mutations: 9.6 s (16.7 s of CPU), 90 MB under the limit; 5.6 s
+// (6.2 s), 123 MB with GOGC=50; 6.3 s, 151 MB with Go's default of 100.
+func collectForBigWork() {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(bigWorkGCPercent)
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
+}
+
+const bigWorkGCPercent = 50
