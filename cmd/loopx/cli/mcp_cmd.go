@@ -34,6 +34,7 @@ When its client closes stdin, the server answers the calls it has read and exits
 		Example: "  claude mcp add loopx -- loopx mcp\n  loopx mcp --goal-id example-goal",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			collectForLongRun()
 			if _, err := e.options(); err != nil { // LOOPX_NOW and friends: refuse at start, not per call
 				return err
 			}

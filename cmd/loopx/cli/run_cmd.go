@@ -100,6 +100,7 @@ Stdout is CMD's: on success run prints nothing there itself.`,
   loopx run --todo-id todo_lexer --owner agent-a --idempotency-key exec-1 \
     --ttl-seconds 60 -- make lexer`,
 		RunE: func(c *cobra.Command, args []string) error {
+			collectForLongRun()
 			dash := c.ArgsLenAtDash()
 			switch {
 			case len(args) == 0:

@@ -45,6 +45,7 @@ to open, and runs until interrupted (Ctrl-C, SIGTERM).`,
 		Example: "  loopx web\n  loopx web --addr 127.0.0.1:8377 --goal-id parser",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			collectForLongRun()
 			if err := checkWebAddr(addr, listenAny); err != nil {
 				return err
 			}
