@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,16 +32,10 @@ When its client closes stdin, the server answers the calls it has read and exits
 		Example: "  claude mcp add loopx -- loopx mcp\n  loopx mcp --goal-id example-goal",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			collectForLongRun()
 			if _, err := e.options(); err != nil { // LOOPX_NOW and friends: refuse at start, not per call
 				return err
 			}
-			// main tunes the collector for a process that lives a few
-			// milliseconds; a server lives long.
-			if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetGCPercent(100)
-				debug.SetMemoryLimit(math.MaxInt64)
-			}
+			collectForLongRun() // a server lives long
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			t := &sdk.IOTransport{Reader: io.NopCloser(c.InOrStdin()), Writer: nopWriteCloser{e.stdout}}

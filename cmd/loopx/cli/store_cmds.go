@@ -311,11 +311,10 @@ func gcCmd(e *env) *cobra.Command {
 //     under the limit; 5.6 s (6.2 s), 123 MB with GOGC=50; 6.3 s, 151 MB
 //     with Go's default of 100. verify --history of the same store:
 //     17.5 → 7.4 s, 80 → 94 MB.
-//   - long runs (collectForLongRun, Go's default of 100): run, web, mcp
+//   - long runs (collectForLongRun, Go's default of 100): web, mcp and run
 //     live for minutes or hours, and with collection off their garbage
-//     piles up to the limit: a run renewing every second held 43.8 MB
-//     after 37 s and growing, 29 MB with the default (one machine's 64
-//     agents: ~1.8 GB less).
+//     piles up to the limit: a run renewing every second held 43.9 MB
+//     after 37 s and growing, 28.5 MB with the default.
 const (
 	bigWorkGCPercent = 50
 	longRunGCPercent = 100

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -45,7 +43,6 @@ to open, and runs until interrupted (Ctrl-C, SIGTERM).`,
 		Example: "  loopx web\n  loopx web --addr 127.0.0.1:8377 --goal-id parser",
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			collectForLongRun()
 			if err := checkWebAddr(addr, listenAny); err != nil {
 				return err
 			}
@@ -75,12 +72,7 @@ to open, and runs until interrupted (Ctrl-C, SIGTERM).`,
 			if err != nil {
 				return lease.Errorf(lease.CodeInvalidRequest, "listen on %s: %v", addr, err)
 			}
-			// A server lives long: Go's usual collector (main tunes it for
-			// processes that live milliseconds).
-			if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetGCPercent(100)
-				debug.SetMemoryLimit(math.MaxInt64)
-			}
+			collectForLongRun() // a server lives long
 			url := "http://" + ln.Addr().String() + "/"
 			if e.goal != "" {
 				url += "goals/" + neturl.PathEscape(e.goal)
