@@ -46,8 +46,7 @@ type boardPlan struct {
 	model   *markdown.Model // to save at the state commit
 	chained bool            // a board commit rides on the state commit
 	current bool            // the committed board already shows the new state
-	// separate: deliver in a transaction of its own (not rendered here).
-	separate bool
+	// Neither: the board is delivered in a transaction of its own.
 }
 
 // planBoard renders the board of o's goal as of the view (the decision's
@@ -60,17 +59,14 @@ func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome
 	}
 	plan := &boardPlan{goal: o.Goal}
 	if s.opts.FailProjection {
-		plan.separate = true
 		return plan, nil
 	}
 	board, m, err := s.derived.Boards().Render(derived.TargetOf(sn, v, now), o.Goal)
 	if err != nil || board == nil {
-		plan.separate = true
 		return plan, nil
 	}
 	old, _, err := v.ReadFile(lease.BoardPath(o.Goal))
 	if err != nil {
-		plan.separate = true
 		return plan, nil
 	}
 	plan.model = m
@@ -93,7 +89,7 @@ func (s *Store) planBoard(sn *gitstore.Snapshot, v *lease.View, o *lease.Outcome
 func (s *Store) finishBoard(plan *boardPlan, o *lease.Outcome, tx gitstore.TxResult) (status, reason string, head gitstore.Hash) {
 	head = tx.Head
 	if plan == nil && o.Status == lease.StatusReplayed && o.Goal != "" {
-		plan = &boardPlan{goal: o.Goal, separate: true}
+		plan = &boardPlan{goal: o.Goal}
 	}
 	if plan == nil {
 		return ProjectionNotRequired, "", head

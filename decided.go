@@ -291,7 +291,7 @@ func (s *Store) redecide(base, state, head gitstore.Hash) (attempt, error) {
 		return attempt{}, errNotReproduced
 	}
 	if o := a.out; o.Goal != "" && o.BoardChanged {
-		a.board = &boardPlan{goal: o.Goal, chained: head != state, separate: head == state}
+		a.board = &boardPlan{goal: o.Goal, chained: head != state}
 	}
 	return a, nil
 }
