@@ -409,33 +409,10 @@ func TestExplicitGCDeltasSmallObjects(t *testing.T) {
 	if _, err := s.GC(ctx); err != nil {
 		t.Fatal(err)
 	}
-	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
-	if len(packs) != 1 {
-		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
-	}
-	out, err := tryGit(dir, "", "verify-pack", "-v", packs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The root tree ("goals", 30 bytes) cannot be smaller as a delta; the
 	// others (the goal's folder, "leases", a bucket of one entry) are 30
 	// to 100 bytes and change one hash a version.
-	count := map[string][2]int{} // type → whole, delta
-	var hashes []string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 || len(f[0]) != 40 {
-			continue
-		}
-		hashes = append(hashes, f[0])
-		c := count[f[1]]
-		if len(f) >= 7 {
-			c[1]++
-		} else {
-			c[0]++
-		}
-		count[f[1]] = c
-	}
+	count, hashes := onePackCounts(t, s, dir)
 	t.Logf("whole, delta: %v", count)
 	if c := count["commit"]; c[1] < 9*(c[0]+c[1])/10 {
 		t.Errorf("commits: %d whole, %d deltas: want 90%% deltas", c[0], c[1])
@@ -496,23 +473,8 @@ func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
 	if _, err := s.GC(ctx); err != nil {
 		t.Fatal(err)
 	}
-	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
-	if len(packs) != 1 {
-		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
-	}
-	out, err := tryGit(dir, "", "verify-pack", "-v", packs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, blobs := 0, 0
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) >= 5 && len(f[0]) == 40 && f[1] == "blob" {
-			blobs++
-			if len(f) < 7 {
-				whole++
-			}
-		}
-	}
+	count, _ := onePackCounts(t, s, dir)
+	whole, blobs := count["blob"][0], count["blob"][0]+count["blob"][1]
 	t.Logf("%d paths of %d versions (bases of a path: %d bytes): %d of %d blobs whole", paths, versions, perPath, whole, blobs)
 	if blobs != paths*versions {
 		t.Fatalf("%d blobs in the pack, want %d", blobs, paths*versions)
@@ -521,6 +483,37 @@ func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
 		t.Errorf("%d blobs written whole, want about one per path (%d)", whole, paths)
 	}
 	fsckT(t, dir)
+}
+
+// onePackCounts checks that s's objects are in one pack, as after an
+// explicit GC, and returns, by object type, how many git's verify-pack
+// lists whole and as deltas, and every object's hash.
+func onePackCounts(t *testing.T, s *Store, dir string) (count map[string][2]int, hashes []string) {
+	t.Helper()
+	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
+	if len(packs) != 1 {
+		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
+	}
+	out, err := tryGit(dir, "", "verify-pack", "-v", packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	count = map[string][2]int{} // type → whole, delta
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || len(f[0]) != 40 {
+			continue
+		}
+		hashes = append(hashes, f[0])
+		c := count[f[1]]
+		if len(f) >= 7 {
+			c[1]++
+		} else {
+			c[0]++
+		}
+		count[f[1]] = c
+	}
+	return count, hashes
 }
 
 // TestGCDue: the automatic GC's thresholds, moved by a repository's spread
