@@ -72,7 +72,7 @@ function mp(p,   a, n, g, kind, hh, file, base) {
 EOF
 
 printf '# %d mutations on 100 todos (%s), packed by loopx gc; %s\n' "$m" \
-  "$(git -C "$work/seeded" log --format=%s refs/loopx/state | awk '{print $1, $2}' | sort | uniq -c | sort -rn | awk '{printf "%s%s %s %s", (NR>1?", ":""), $1, $2, $3}')" "$(date -u +%FT%TZ)"
+  "$(git -C "$work/seeded" log --format=%s refs/loopx/state | awk '{print (NF > 1 ? $1 " " $2 : $1)}' | sort | uniq -c | sort -rn | awk '{$1 = $1; n = $1; $1 = ""; printf "%s%s%s", (NR>1?", ":""), n, $0}')" "$(date -u +%FT%TZ)"
 printf '%-34s %10s %8s %8s %8s %8s  %s\n' layout "B/mutation" objects commits trees blobs paths
 for l in $layouts; do
   d="$work/$l"
