@@ -170,10 +170,9 @@ func TestContentionMemory(t *testing.T) {
 	}
 	r := &Remote{Name: "origin"}
 	p := DefaultRetry
-	// waited runs before and returns the wait it made (0: none).
-	waited := func() time.Duration {
+	// waitedOn runs m's before and returns the wait it made (0: none).
+	waitedOn := func(m *contentionMemory) time.Duration {
 		t.Helper()
-		m := s.contention(r)
 		done := make(chan error)
 		go func() { done <- m.before(context.Background(), p) }()
 		select {
@@ -191,6 +190,7 @@ func TestContentionMemory(t *testing.T) {
 		}
 		return d
 	}
+	waited := func() time.Duration { t.Helper(); return waitedOn(s.contention(r)) }
 	// Nothing noted: no wait, and a transaction that lost nothing writes
 	// nothing.
 	s.contention(r).after(0, time.Second)
@@ -222,6 +222,22 @@ func TestContentionMemory(t *testing.T) {
 	s.contention(r).after(1, 100*time.Millisecond)
 	if d := waited(); d < 2*time.Millisecond || d >= 200*time.Millisecond {
 		t.Fatalf("after 1 lost race the next waited %v, outside [2ms, 200ms)", d)
+	}
+	// A transaction that wins at once while a note is in force (its clone
+	// lost races a moment ago, and the writers it beat are still waiting
+	// out their backoff) leaves the note one race smaller, down to none:
+	// a winner does not take every turn from the writers it just beat.
+	s.contention(r).after(3, 100*time.Millisecond)
+	for _, want := range []string{"2 100000 ", "1 100000 ", ""} {
+		m := s.contention(r)
+		if d := waitedOn(m); d == 0 {
+			t.Fatalf("a note in force (next: %q) and no wait", want)
+		}
+		m.after(0, 0)
+		data, _ := s.ReadSideFile(m.name)
+		if want == "" && data != nil || !strings.HasPrefix(string(data), want) {
+			t.Fatalf("after a transaction that won at once the note is %q, want %q…", data, want)
+		}
 	}
 	// A note older than memoryFor is ignored; an uncontended transaction
 	// removes the note.
