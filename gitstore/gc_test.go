@@ -332,22 +332,10 @@ func TestPathNamesMatchRevList(t *testing.T) {
 // objects packed without names, as the merges of gc once packed them.
 func TestExplicitGCComputesDeltas(t *testing.T) {
 	requireGit(t)
-	dir := newRepoIn(t, fastTempDir(t))
-	s := openT(t, dir, Options{})
-	s.odb.noSync = true
-	ctx := context.Background()
-	for i := 0; i < 400; i++ {
-		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
-			return &Proposal{Changes: []Change{put(fmt.Sprintf("goals/g/leases/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i)),
-				put(fmt.Sprintf("goals/g/todos/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i/3))},
-				Info: CommitInfo{Message: fmt.Sprintf("change %d", i), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.GC(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, dir := explicitGCAfter(t, 400, func(i int) ([]Change, string) {
+		return []Change{put(fmt.Sprintf("goals/g/leases/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i)),
+			put(fmt.Sprintf("goals/g/todos/%02d/t%d.yaml", i%40, i%40), todoYAML(i%40, i/3))}, fmt.Sprintf("change %d", i)
+	})
 	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.pack"))
 	if len(packs) != 1 {
 		t.Fatalf("%d packs after an explicit GC, want 1", len(packs))
@@ -394,21 +382,10 @@ func TestExplicitGCComputesDeltas(t *testing.T) {
 // 20 bytes), is valid for git, and reads back through a fresh store.
 func TestExplicitGCDeltasSmallObjects(t *testing.T) {
 	requireGit(t)
-	dir := newRepoIn(t, fastTempDir(t))
-	s := openT(t, dir, Options{})
-	s.odb.noSync = true
-	ctx := context.Background()
-	for i := 0; i < 300; i++ {
-		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
-			return &Proposal{Changes: []Change{put(fmt.Sprintf("goals/g/leases/%02d/t%d.yaml", i%30, i%30), todoYAML(i%30, i))},
-				Info: CommitInfo{Message: fmt.Sprintf("board g at %d\n\nLoopx-Operation: x\n", i), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.GC(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, dir := explicitGCAfter(t, 300, func(i int) ([]Change, string) {
+		return []Change{put(fmt.Sprintf("goals/g/leases/%02d/t%d.yaml", i%30, i%30), todoYAML(i%30, i))},
+			fmt.Sprintf("board g at %d\n\nLoopx-Operation: x\n", i)
+	})
 	// The root tree ("goals", 30 bytes) cannot be smaller as a delta; the
 	// others (the goal's folder, "leases", a bucket of one entry) are 30
 	// to 100 bytes and change one hash a version.
@@ -457,22 +434,10 @@ func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
 	perPath := 4 * (&deltaBase{data: record(0, 0), index: newDeltaIndex(record(0, 0))}).cost()
 	paths := 3 * deltaKeepBytes / perPath / 2
 	const versions = 7
-	dir := newRepoIn(t, fastTempDir(t))
-	s := openT(t, dir, Options{})
-	s.odb.noSync = true
-	ctx := context.Background()
-	for i := 0; i < paths*versions; i++ {
+	s, dir := explicitGCAfter(t, paths*versions, func(i int) ([]Change, string) {
 		p, v := i%paths, i/paths
-		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
-			return &Proposal{Changes: []Change{{Path: fmt.Sprintf("leases/%03d/t%d.yaml", p, p), Data: record(p, v)}},
-				Info: CommitInfo{Message: fmt.Sprintf("change %d", i), AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.GC(ctx); err != nil {
-		t.Fatal(err)
-	}
+		return []Change{{Path: fmt.Sprintf("leases/%03d/t%d.yaml", p, p), Data: record(p, v)}}, fmt.Sprintf("change %d", i)
+	})
 	count, _ := onePackCounts(t, s, dir)
 	whole, blobs := count["blob"][0], count["blob"][0]+count["blob"][1]
 	t.Logf("%d paths of %d versions (bases of a path: %d bytes): %d of %d blobs whole", paths, versions, perPath, whole, blobs)
@@ -488,6 +453,28 @@ func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
 // onePackCounts checks that s's objects are in one pack, as after an
 // explicit GC, and returns, by object type, how many git's verify-pack
 // lists whole and as deltas, and every object's hash.
+// explicitGCAfter makes n commits in a new store (commit i of change(i):
+// its files and message) and runs an explicit GC.
+func explicitGCAfter(t *testing.T, n int, change func(i int) ([]Change, string)) (*Store, string) {
+	t.Helper()
+	dir := newRepoIn(t, fastTempDir(t))
+	s := openT(t, dir, Options{})
+	s.odb.noSync = true
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		if _, err := s.Transact(ctx, func(sn *Snapshot) (*Proposal, error) {
+			changes, msg := change(i)
+			return &Proposal{Changes: changes, Info: CommitInfo{Message: msg, AuthorName: "Dev", AuthorEmail: "dev@example.com"}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
 func onePackCounts(t *testing.T, s *Store, dir string) (count map[string][2]int, hashes []string) {
 	t.Helper()
 	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
