@@ -44,8 +44,9 @@
 // another process may have just packed the object.
 //
 // GC (gc.go) packs the loose objects of the commits since the last GC with
-// `git pack-objects --incremental`, removes the packed loose copies with
-// `git prune-packed`, and merges gitstore's own packs (the per-commit packs
+// `git pack-objects --incremental`, removes the packed loose copies (never
+// their objects/xx directories, which a git process may be writing to),
+// and merges gitstore's own packs (the per-commit packs
 // included) when they stop forming a geometric progression, so packs stay
 // few and each object is rewritten O(log n) times. The rest of the user's
 // repository is never repacked. MaybeGC, run by Transact after each commit,

@@ -28,7 +28,8 @@ import (
 //     head>`: the objects of the commits since the last GC that are not in
 //     a pack yet, with deltas between them;
 //  2. remove the loose copies of the objects just packed (and, when packs
-//     are merged or GC is called explicitly, `git prune-packed`);
+//     are merged or GC is called explicitly, every loose object some
+//     pack holds: prunePacked);
 //  3. when gitstore's own packs (those it wrote, listed in the state file)
 //     no longer form a geometric progression (each at least twice the size
 //     of all smaller ones together), the small ones are rewritten into one
@@ -318,10 +319,9 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 	if err := s.mergeCommitPacks(ctx, gitBin, objDir, prefix, &st); err != nil {
 		return stats, err
 	}
-	// When packs are merged, also
-	// run `git prune-packed`, which drops every loose object that is in
+	// When packs are merged, also drop every loose object that is in
 	// some pack (such as objects written again after the user's git gc
-	// packed them).
+	// packed them): prunePacked.
 	st.packs = existingPacks(objDir, st.packs)
 	merged, err := s.consolidate(ctx, gitBin, objDir, prefix, &st)
 	if err != nil {
@@ -339,9 +339,7 @@ func (s *Store) gcLocked(ctx context.Context, withStats bool) (GCStats, error) {
 		merged = true
 	}
 	if merged || withStats {
-		if _, err := s.runGit(ctx, gitBin, "", "prune-packed", "-q"); err != nil {
-			return stats, err
-		}
+		prunePacked(objDir)
 	}
 	if err := writeGCState(s.commonDir, st); err != nil {
 		return stats, err
@@ -851,4 +849,51 @@ func gitEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// prunePacked removes every loose object of objDir that one of its packs
+// holds, as `git prune-packed` does, but leaves the objects/xx
+// directories in place. git prune-packed removes each directory it
+// empties, and a git process writing an object at that moment fails:
+// git creates a missing objects/xx once, then its temporary file in it,
+// and a rmdir between the two leaves it with "unable to create temporary
+// file: No such file or directory" (seen once in CI: TestInterop's
+// `git commit-tree` against a store's GC). A pack whose index this
+// reader cannot parse keeps its loose twins; that costs space, never an
+// object.
+func prunePacked(objDir string) {
+	var idxs []*packIndex
+	for _, f := range packIndexes(objDir) {
+		if idx, err := readPackIndex(objDir, f.name); err == nil {
+			idxs = append(idxs, idx)
+		}
+	}
+	defer func() {
+		for _, idx := range idxs {
+			idx.unmap()
+		}
+	}()
+	if len(idxs) == 0 {
+		return
+	}
+	for i := 0; i < 256; i++ {
+		sub := filepath.Join(objDir, fmt.Sprintf("%02x", i))
+		names, err := os.ReadDir(sub)
+		if err != nil {
+			continue
+		}
+		for _, e := range names {
+			hex := fmt.Sprintf("%02x", i) + e.Name()
+			h := plumbing.NewHash(hex)
+			if len(e.Name()) != 38 || h.String() != hex {
+				continue // a temporary file, or not an object
+			}
+			for _, idx := range idxs {
+				if idx.find(h) >= 0 {
+					os.Remove(filepath.Join(sub, e.Name()))
+					break
+				}
+			}
+		}
+	}
 }

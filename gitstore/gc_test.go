@@ -2,9 +2,11 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -539,5 +541,73 @@ func TestGCDue(t *testing.T) {
 	}
 	if len(seen) < 6 {
 		t.Errorf("64 clones' spreads fall in %d of 8 eighths", len(seen))
+	}
+}
+
+// TestGCKeepsLooseDirs: an explicit GC drops a loose object that a pack
+// also holds, keeps one no pack holds, and leaves the objects/xx
+// directory it emptied: a git process that finds objects/xx missing
+// creates it once, then its temporary file in it, and fails with "unable
+// to create temporary file" if the directory is removed in between (git
+// prune-packed's rmdir did that once to TestInterop's git commit-tree).
+func TestGCKeepsLooseDirs(t *testing.T) {
+	dir := newRepoIn(t, fastTempDir(t))
+	s := openT(t, dir, Options{})
+	s.odb.noSync = true
+	objDir := s.odb.objDir
+	// A blob whose objects/xx directory holds nothing else.
+	var content, hex string
+	for i := 0; ; i++ {
+		content = fmt.Sprintf("todo %d\n", i)
+		hex = hashObject(plumbing.BlobObject, []byte(content)).String()
+		if _, err := os.Stat(filepath.Join(objDir, hex[:2])); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	commitT(t, s, put("todos/a.yaml", content))
+	if _, err := s.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A loose copy of it (git does not write an object it has: the copy
+	// is made in another repository, as a fetch or a copy could leave
+	// it), and a loose blob no pack has.
+	other := t.TempDir()
+	runGitT(t, other, "init", "-q")
+	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir, cmd.Stdin = other, strings.NewReader(content)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != hex {
+		t.Fatalf("hash-object: %s %v", out, err)
+	}
+	loose, err := os.ReadFile(filepath.Join(other, ".git", "objects", hex[:2], hex[2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(objDir, hex[:2]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(objDir, hex[:2], hex[2:]), loose, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader("only loose\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hash-object: %s %v", out, err)
+	}
+	lone := strings.TrimSpace(string(out))
+	if _, err := s.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(objDir, hex[:2], hex[2:])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("loose copy of packed %s: %v, want removed", hex, err)
+	}
+	if fi, err := os.Stat(filepath.Join(objDir, hex[:2])); err != nil || !fi.IsDir() {
+		t.Errorf("objects/%s after GC: %v, want the (empty) directory kept", hex[:2], err)
+	}
+	if _, err := os.Stat(filepath.Join(objDir, lone[:2], lone[2:])); err != nil {
+		t.Errorf("loose object no pack holds: %v, want kept", err)
+	}
+	if got := runGitT(t, dir, "cat-file", "-p", hex); got+"\n" != content {
+		t.Errorf("cat-file %s = %q", hex, got)
 	}
 }
