@@ -877,13 +877,14 @@ func prunePacked(objDir string) {
 		return
 	}
 	for i := 0; i < 256; i++ {
-		sub := filepath.Join(objDir, fmt.Sprintf("%02x", i))
+		prefix := fmt.Sprintf("%02x", i)
+		sub := filepath.Join(objDir, prefix)
 		names, err := os.ReadDir(sub)
 		if err != nil {
 			continue
 		}
 		for _, e := range names {
-			hex := fmt.Sprintf("%02x", i) + e.Name()
+			hex := prefix + e.Name()
 			h := plumbing.NewHash(hex)
 			if len(e.Name()) != 38 || h.String() != hex {
 				continue // a temporary file, or not an object

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -452,9 +451,6 @@ func TestExplicitGCDeltasPathsBeyondBudget(t *testing.T) {
 	fsckT(t, dir)
 }
 
-// onePackCounts checks that s's objects are in one pack, as after an
-// explicit GC, and returns, by object type, how many git's verify-pack
-// lists whole and as deltas, and every object's hash.
 // explicitGCAfter makes n commits in a new store (commit i of change(i):
 // its files and message) and runs an explicit GC.
 func explicitGCAfter(t *testing.T, n int, change func(i int) ([]Change, string)) (*Store, string) {
@@ -477,6 +473,9 @@ func explicitGCAfter(t *testing.T, n int, change func(i int) ([]Change, string))
 	return s, dir
 }
 
+// onePackCounts checks that s's objects are in one pack, as after an
+// explicit GC, and returns, by object type, how many git's verify-pack
+// lists whole and as deltas, and every object's hash.
 func onePackCounts(t *testing.T, s *Store, dir string) (count map[string][2]int, hashes []string) {
 	t.Helper()
 	packs, _ := filepath.Glob(filepath.Join(s.odb.objDir, "pack", "pack-*.idx"))
@@ -551,6 +550,7 @@ func TestGCDue(t *testing.T) {
 // to create temporary file" if the directory is removed in between (git
 // prune-packed's rmdir did that once to TestInterop's git commit-tree).
 func TestGCKeepsLooseDirs(t *testing.T) {
+	requireGit(t)
 	dir := newRepoIn(t, fastTempDir(t))
 	s := openT(t, dir, Options{})
 	s.odb.noSync = true
@@ -573,9 +573,7 @@ func TestGCKeepsLooseDirs(t *testing.T) {
 	// it), and a loose blob no pack has.
 	other := t.TempDir()
 	runGitT(t, other, "init", "-q")
-	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
-	cmd.Dir, cmd.Stdin = other, strings.NewReader(content)
-	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != hex {
+	if out, err := tryGit(other, content, "hash-object", "-w", "--stdin"); err != nil || out != hex {
 		t.Fatalf("hash-object: %s %v", out, err)
 	}
 	loose, err := os.ReadFile(filepath.Join(other, ".git", "objects", hex[:2], hex[2:]))
@@ -588,13 +586,10 @@ func TestGCKeepsLooseDirs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(objDir, hex[:2], hex[2:]), loose, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	cmd = exec.Command("git", "hash-object", "-w", "--stdin")
-	cmd.Dir, cmd.Stdin = dir, strings.NewReader("only loose\n")
-	out, err := cmd.CombinedOutput()
+	lone, err := tryGit(dir, "only loose\n", "hash-object", "-w", "--stdin")
 	if err != nil {
-		t.Fatalf("hash-object: %s %v", out, err)
+		t.Fatal(err)
 	}
-	lone := strings.TrimSpace(string(out))
 	if _, err := s.GC(context.Background()); err != nil {
 		t.Fatal(err)
 	}
