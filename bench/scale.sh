@@ -15,6 +15,8 @@
 #
 #   bash bench/scale.sh [rounds=9] [base=$(git merge-base HEAD main)] [groups=leases,todos,history,growth]
 #   SCALE_WORK=DIR SCALE_HISTORY=20000 bash bench/scale.sh
+# It ends by listing the targets the new build misses; SCALE_STRICT=1 makes
+# it exit 1 when there is any (a check, not only a report).
 set -euo pipefail
 rounds=${1:-9}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,4 +46,4 @@ mkdir -p "$work/new-stores" "$bin/stores"
 echo "# base $(git -C "$root" rev-parse --short "$base"), new $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+dirty'), $(nproc) cores"
 exec "$new/scalebench" -old "$bin/base-loopx" -old-seed "$bin/base-seed" -new "$new/loopx" -new-seed "$new/seed" \
   -floor "$new/floor" -work "$work" -base-stores "$bin/stores" -new-stores "$work/new-stores" -rounds "$rounds" \
-  -history "${SCALE_HISTORY:-20000}" ${groups:+-only "$groups"}
+  -history "${SCALE_HISTORY:-20000}" ${groups:+-only "$groups"} ${SCALE_STRICT:+-strict}

@@ -41,6 +41,7 @@ var (
 	newDir   = flag.String("new-stores", "", "where the new build's stores are kept")
 	rounds   = flag.Int("rounds", 9, "interleaved rounds per figure")
 	history  = flag.Int("history", 20000, "mutations of the long history")
+	strict   = flag.Bool("strict", false, "exit 1 if the new build misses a target")
 	only     = flag.String("only", "", "comma-separated groups to run (default all): leases,todos,history,growth,memory")
 )
 
@@ -175,15 +176,26 @@ type row struct {
 	ratioOld   string
 	ratioNew   string
 	hasFigures bool
+	// miss: the new build misses the target.
+	miss bool
 }
 
 var rows []row
+
+// missed lists the figures whose target the new build misses.
+var missed []string
 
 func addRow(r row) {
 	r.hasFigures = true
 	rows = append(rows, r)
 	printRow(r)
+	if r.target != "" && r.miss {
+		missed = append(missed, r.what)
+	}
 }
+
+// over reports whether a's wall time is more than k times b's.
+func over(a, b fig, k float64) bool { return float64(a.wall) > k*float64(b.wall) }
 
 func header() {
 	fmt.Printf("%-58s %9s %9s %9s %9s %6s %6s  %-18s %-18s %s\n", "figure (medians; ms wall, ms cpu, MiB peak)", "base_ms", "new_ms", "base_cpu", "new_cpu", "b_MiB", "n_MiB", "base_ratio", "new_ratio", "target")
@@ -354,9 +366,9 @@ func main() {
 				base, baseX = acq, xfer
 			}
 			addRow(row{what: fmt.Sprintf("task-lease acquire, %d active leases (1,200 todos)", n), old: acq["base"], new: acq["new"],
-				ratioOld: ratios(acq["base"], base["base"]), ratioNew: ratios(acq["new"], base["new"]), target: "≤ 1.3× the 10-lease figure"})
+				ratioOld: ratios(acq["base"], base["base"]), ratioNew: ratios(acq["new"], base["new"]), target: "≤ 1.3× the 10-lease figure", miss: over(acq["new"], base["new"], 1.3)})
 			addRow(row{what: fmt.Sprintf("task-lease transfer, %d active leases (1,200 todos)", n), old: xfer["base"], new: xfer["new"],
-				ratioOld: ratios(xfer["base"], baseX["base"]), ratioNew: ratios(xfer["new"], baseX["new"]), target: "≤ 1.3× the 10-lease figure"})
+				ratioOld: ratios(xfer["base"], baseX["base"]), ratioNew: ratios(xfer["new"], baseX["new"]), target: "≤ 1.3× the 10-lease figure", miss: over(xfer["new"], baseX["new"], 1.3)})
 			if n == 1000 {
 				// Issue 23's first row: the same acquire against one
 				// go-git commit on a copy of this store.
@@ -364,7 +376,7 @@ func main() {
 				note("floors at 1000 active leases", fmt.Sprintf("loopx version %s ms (cpu %s), go-git one-commit process %s ms (cpu %s)",
 					ms(version.wall), ms(version.cpu), ms(gogit.wall), ms(gogit.cpu)))
 				addRow(row{what: "task-lease acquire, 1000 active leases vs the floor", old: acq["base"], new: acq["new"],
-					ratioOld: ratios(acq["base"], gogit), ratioNew: ratios(acq["new"], gogit), target: "≤ 1.3× go-git floor"})
+					ratioOld: ratios(acq["base"], gogit), ratioNew: ratios(acq["new"], gogit), target: "≤ 1.3× go-git floor", miss: over(acq["new"], gogit, 1.3)})
 			}
 		}
 	}
@@ -381,9 +393,9 @@ func main() {
 				ms(version.wall), ms(version.cpu), ms(gogit.wall), ms(gogit.cpu)))
 			acq, xfer := leaseCycle(dirs, env, 10)
 			addRow(row{what: fmt.Sprintf("task-lease acquire, %d todos", n), old: acq["base"], new: acq["new"],
-				ratioOld: ratios(acq["base"], gogit), ratioNew: ratios(acq["new"], gogit), target: "≤ 1.3× go-git floor"})
+				ratioOld: ratios(acq["base"], gogit), ratioNew: ratios(acq["new"], gogit), target: "≤ 1.3× go-git floor", miss: over(acq["new"], gogit, 1.3)})
 			addRow(row{what: fmt.Sprintf("task-lease transfer, %d todos", n), old: xfer["base"], new: xfer["new"],
-				ratioOld: ratios(xfer["base"], gogit), ratioNew: ratios(xfer["new"], gogit), target: "≤ 1.3× go-git floor"})
+				ratioOld: ratios(xfer["base"], gogit), ratioNew: ratios(xfer["new"], gogit), target: "≤ 1.3× go-git floor", miss: over(xfer["new"], gogit, 1.3)})
 			for _, c := range []struct {
 				what string
 				args []string
@@ -397,15 +409,15 @@ func main() {
 			} {
 				f := measure(dirs, env, func(int) []string { return c.args }, nil)
 				notePeak(f)
-				target := ""
+				target, miss := "", false
 				if n == 10000 && (c.what == "todo list" || c.what == "todo ready") {
-					target = "≤ 30 ms, ≤ 48 MiB"
+					target, miss = "≤ 30 ms, ≤ 48 MiB", f["new"].wall > 30*time.Millisecond || f["new"].rssKB > 48<<10
 				}
 				if n == 10000 && c.what == "verify" {
-					target = "≤ 64 MiB"
+					target, miss = "≤ 64 MiB", f["new"].rssKB > 64<<10
 				}
 				addRow(row{what: fmt.Sprintf("%s, %d todos", c.what, n), old: f["base"], new: f["new"],
-					ratioOld: ratios(f["base"], version), ratioNew: ratios(f["new"], version) + " of version", target: target})
+					ratioOld: ratios(f["base"], version), ratioNew: ratios(f["new"], version) + " of version", target: target, miss: miss})
 			}
 		}
 	}
@@ -447,6 +459,7 @@ func main() {
 					r.ratioNew = ratios(f["new"], figs[600][c.what]["new"]) + " of 600"
 					if c.what != "log --limit 20" && c.what != "task-lease inspect" {
 						r.target = "≤ 1.2× the 600-mutation figure"
+						r.miss = over(f["new"], figs[600][c.what]["new"], 1.2)
 					}
 				}
 				addRow(r)
@@ -458,6 +471,9 @@ func main() {
 				long := sizes[v.name][*history]
 				per := float64(dirSize(filepath.Join(long, ".git", "objects"))-dirSize(filepath.Join(base, ".git", "objects"))) / float64(*history)
 				receipts, largest, largestPath := treeStats(long)
+				if v.name == "new" && per > 1024 {
+					missed = append(missed, fmt.Sprintf("growth, %d mutations after gc", *history))
+				}
 				note(fmt.Sprintf("growth, %s, %d mutations after gc", v.name, *history),
 					fmt.Sprintf("%.0f B per mutation (target ≤ 1024); %d receipt files on the head; largest record %d B (%s)", per, receipts, largest, largestPath))
 			}
@@ -466,9 +482,19 @@ func main() {
 
 	if len(memPeak) > 0 {
 		note("peak RSS of every command timed above", fmt.Sprintf("base %s MiB, new %s MiB (target ≤ 64 MiB)", mib(memPeak["base"]), mib(memPeak["new"])))
+		if memPeak["new"] > 64<<10 {
+			missed = append(missed, "peak RSS")
+		}
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
 	fmt.Printf("# load average at the end: %s", load)
+	fmt.Printf("# targets the new build misses: %d\n", len(missed))
+	for _, m := range missed {
+		fmt.Printf("#   %s\n", m)
+	}
+	if *strict && len(missed) > 0 {
+		os.Exit(1)
+	}
 }
 
 // treeStats counts the receipt files on the head of a store and finds its
